@@ -1,0 +1,52 @@
+# Every target creates (or reuses) the project's own virtual environment first, so a fresh
+# machine needs only python3, make and a C++ compiler.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+JOBS    ?= auto
+PYTEST_ARGS ?=
+
+.PHONY: help venv run test test-fast verilog synth lint clean
+
+help:
+	@echo "make run      export + lint every hardware top, then run the marker demonstration"
+	@echo "make test     the whole suite: unit, Amaranth-simulation and cocotb/Verilator tests"
+	@echo "make test-fast  the suite without the cocotb/Verilator tests"
+	@echo "make verilog  export every top to gateware/build/ and lint it with verilator -Wall"
+	@echo "make synth    Yosys + nextpnr (ECP5) for every top; report in docs/synthesis.md"
+	@echo "make lint     ruff on the Python, plus the Verilog lint"
+	@echo "make clean    remove build outputs (keeps the virtual environment)"
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m gateware verilog
+	$(PY) -m sim.demo
+
+test: $(STAMP)
+	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) -m "not cocotb" $(PYTEST_ARGS)
+
+verilog: $(STAMP)
+	$(PY) -m gateware verilog
+
+synth: $(STAMP)
+	$(PY) -m gateware synth
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m gateware verilog
+
+clean:
+	rm -rf build gateware/build out .pytest_cache

@@ -1,0 +1,1 @@
+"""cocotb testbenches on the exported Verilog (Verilator), and their pytest runners."""

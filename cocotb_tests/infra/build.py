@@ -1,0 +1,92 @@
+"""Export -> Verilator build -> cocotb run, from pytest.
+
+``build_top(name, component)`` exports ``component`` to ``build/cocotb/<name>/<name>.v`` and
+builds it with Verilator into the same folder.  The build happens once per content of the
+Verilog: an unchanged file keeps its timestamp and Verilator's make finds nothing to do, and a
+file lock serialises pytest-xdist workers that want the same build.
+
+``run_cocotb(build, module, testcase=..., env=...)`` runs a cocotb test module on that build in
+a fresh simulator process.  cocotb's runner raises when a test fails (under pytest).
+
+Waveforms: set ``WAVES=1`` in the environment; the build then traces (FST) and each run writes
+``build/cocotb/<name>/<test>/dump.fst`` (open it with GTKWave or Surfer).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gateware.export import ROOT, add_verilator_to_path, export_component
+
+COCOTB_BUILD = ROOT / "build" / "cocotb"
+
+
+def waves_enabled() -> bool:
+    return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class Build:
+    name: str
+    build_dir: Path
+    verilog: Path
+
+
+def build_top(name: str, component) -> Build:
+    """Export and Verilate ``component`` as top module ``name`` (once per content)."""
+    add_verilator_to_path()
+    from cocotb_tools.runner import get_runner
+
+    build_dir = COCOTB_BUILD / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        verilog = export_component(component, name, build_dir)
+        runner = get_runner("verilator")
+        runner.build(
+            sources=[verilog],
+            hdl_toplevel=name,
+            build_dir=build_dir,
+            build_args=["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"],
+            waves=waves_enabled(),
+            timescale=("1ns", "1ps"),
+            log_file=build_dir / "build.log",
+        )
+    return Build(name, build_dir, verilog)
+
+
+def run_cocotb(build: Build, module: str, testcase: str | list[str] | None = None,
+               env: dict[str, str] | None = None, tag: str | None = None) -> Path:
+    """Run cocotb test ``module`` (a dotted module name) on ``build``; return results.xml."""
+    add_verilator_to_path()
+    from cocotb_tools.runner import get_runner
+
+    cases = [testcase] if isinstance(testcase, str) else testcase
+    label = tag or (cases[0] if cases and len(cases) == 1 else module.rsplit(".", 1)[-1])
+    test_dir = build.build_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", label)
+    test_dir.mkdir(parents=True, exist_ok=True)
+    runner = get_runner("verilator")
+    extra_env = {"PYTHONWARNINGS": os.environ.get("PYTHONWARNINGS", "error"), **(env or {})}
+    results = runner.test(
+        test_module=module,
+        hdl_toplevel=build.name,
+        testcase=cases,
+        build_dir=build.build_dir,
+        test_dir=test_dir,
+        extra_env=extra_env,
+        waves=waves_enabled(),
+        results_xml=str(test_dir / "results.xml"),
+        log_file=test_dir / "sim.log",
+    )
+    # The runner fails on failing tests, but not on a filter that selected nothing.
+    from cocotb_tools.check_results import get_results
+
+    total, failed = get_results(Path(results))
+    if total == 0 or failed:
+        raise AssertionError(f"cocotb {module} {cases or ''}: {total} tests ran, {failed} failed"
+                             f" (log: {test_dir / 'sim.log'})")
+    return Path(results)

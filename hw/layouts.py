@@ -1,0 +1,101 @@
+"""Layouts and enumerations shared by the RTL, the golden models and the testbenches.
+
+Descriptors, decisions and control words are packed and unpacked through these layouts
+(``layout.const({...}).as_bits()`` / ``layout.from_bits(int)``), never with hand-written shifts.
+Layouts whose field widths depend on a block's configuration are built by a function of that
+configuration.
+
+(No ``from __future__ import annotations`` here: ``data.Struct`` reads its annotations as
+shapes, not strings.)
+"""
+
+
+from amaranth.lib import data, enum
+
+__all__ = [
+    "Ecn", "QueueOp", "Profile", "Compare", "SamplePoint", "DropReason",
+    "MarkerCtrl", "marker_descriptor_layout", "marker_decision_layout", "csr_write_layout",
+]
+
+
+class Ecn(enum.Enum, shape=2):
+    """IP ECN codepoint (RFC 3168)."""
+    NOT_ECT = 0b00
+    ECT1 = 0b01
+    ECT0 = 0b10
+    CE = 0b11
+
+
+class QueueOp(enum.Enum, shape=1):
+    """What a queue descriptor reports: a packet entering or leaving the egress queue."""
+    ENQUEUE = 0
+    DEQUEUE = 1
+
+
+class Profile(enum.Enum, shape=2):
+    """Marker profile (switch.md §1)."""
+    LDCP = 0    #: RED ramp for ECN-capable packets, Not-ECT dropped at q >= K
+    DCQCN = 1   #: RED ramp for ECN-capable packets, Not-ECT forwarded
+    DCTCP = 2   #: step marking at K (= k_max), Not-ECT forwarded
+
+
+class Compare(enum.Enum, shape=1):
+    """Threshold comparison convention."""
+    GE = 0  #: LDCP draft: ramp K_min <= q < K_max, mark all at q >= K_max, drop Not-ECT at q >= K
+    GT = 1  #: HPCC ns-3 switch: ramp K_min < q <= K_max, mark all at q > K_max, drop at q > K
+
+
+class SamplePoint(enum.Enum, shape=1):
+    """Where the queue is sampled for the ECN marking decision."""
+    ENQUEUE = 0  #: the queue the arriving packet finds (before it is added)
+    DEQUEUE = 1  #: the queue after removing the departing packet (HPCC ns-3)
+
+
+class DropReason(enum.Enum, shape=3):
+    """Why a descriptor was not accepted.  The last two flag malformed descriptors."""
+    NONE = 0
+    NOT_ECT_AT_K = 1   #: ECN-incapable packet at q >= K (LDCP fast-start policy)
+    QUEUE_FULL = 2     #: q + length > buf_max for the packet's queue
+    POOL_FULL = 3      #: shared occupancy + length > shared_buffer
+    BAD_QUEUE = 4      #: port or priority outside the configured range (nothing changed)
+    UNDERFLOW = 5      #: dequeue of more bytes than the queue holds (nothing changed)
+
+
+class MarkerCtrl(data.Struct):
+    """The marker's CTRL register.  Plain codes rather than enums, because software may write
+    any bit pattern: profile code 3 is reserved and behaves as DCQCN (neither the LDCP drop
+    rule nor the DCTCP step applies)."""
+    profile: 2     # Profile code
+    compare: 1     # Compare code
+    sample_at: 1   # SamplePoint code
+
+
+def marker_descriptor_layout(cfg) -> data.StructLayout:
+    """One queue event: a packet enqueued to, or dequeued from, queue (port, prio)."""
+    return data.StructLayout({
+        "op": QueueOp,
+        "port": cfg.port_width,
+        "prio": cfg.prio_width,
+        "length": cfg.len_width,
+        "ecn": Ecn,
+    })
+
+
+def marker_decision_layout(cfg) -> data.StructLayout:
+    """The marker's answer to one descriptor (same order as the descriptors)."""
+    return data.StructLayout({
+        "op": QueueOp,
+        "port": cfg.port_width,
+        "prio": cfg.prio_width,
+        "length": cfg.len_width,
+        "drop": 1,              # 1: the packet is not admitted / the descriptor was rejected
+        "reason": DropReason,
+        "ecn": Ecn,             # the packet's ECN field after this block
+        "marked": 1,            # 1: this block changed ECT to CE
+        "qlen": cfg.occ_width,  # queue bytes the decision was taken on
+    })
+
+
+def csr_write_layout(addr_width: int, data_width: int = 32) -> data.StructLayout:
+    """A register write: address (word index) and data."""
+    return data.StructLayout({"addr": addr_width, "data": data_width})

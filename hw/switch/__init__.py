@@ -1,0 +1,1 @@
+"""Switch-side blocks: the egress congestion point (queue occupancy + WRED/ECN marker)."""

@@ -1,0 +1,232 @@
+"""Bit-exact golden model of the egress congestion point (queue occupancy + WRED/ECN marker).
+
+:class:`MarkerModel` takes the descriptors the RTL takes, in the same order, and returns the
+decision the RTL must produce for each, with the same LFSR draws, the same integer comparisons
+and the same saturating counters.  Register writes are applied between descriptors, exactly as
+the RTL applies them (it drains its pipeline before accepting a write).
+
+Decision rule for one descriptor (``docs/switch-marker.md`` has the rationale):
+
+1. Draw ``r`` (``draw_bits`` bits) from the LFSR: one draw per descriptor, whatever it is.
+2. Port or priority outside the configuration: rejected (``BAD_QUEUE``), nothing changes.
+3. Enqueue of ``len`` bytes to a queue holding ``q``: dropped ``QUEUE_FULL`` if
+   ``q + len > buf_max``, else ``POOL_FULL`` if ``shared + len > shared_buffer``, else (LDCP
+   profile) ``NOT_ECT_AT_K`` if the packet is Not-ECT and ``q >= K`` (``>`` under ``gt``);
+   otherwise admitted and the queue grows by ``len``.
+   Dequeue: rejected (``UNDERFLOW``) if ``len > q``, else the queue shrinks by ``len``.
+4. ECN marking of an admitted ECT packet at the sampling point (enqueue: ``q`` before the packet;
+   dequeue: ``q`` after removing it): mark if ``q >= K_max``, else, inside the ramp, if
+   ``r * (K_max - K_min) < P_max_q * (q - K_min)``.  That is the ramp probability without a
+   division: ``P(mark) = ceil(P_max_q (q - K_min) / (K_max - K_min)) / 2**draw_bits``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hw.layouts import (
+    DropReason,
+    Ecn,
+    MarkerCtrl,
+    QueueOp,
+    marker_decision_layout,
+    marker_descriptor_layout,
+)
+from hw.switch.marker_config import COUNTER_MAX, MarkerConfig, MarkerReg
+
+__all__ = ["Descriptor", "Decision", "MarkerModel", "pack_descriptor", "unpack_decision"]
+
+_PROFILE_LDCP, _PROFILE_DCTCP = 0, 2
+_COMPARE_GE = 0
+_SAMPLE_ENQUEUE, _SAMPLE_DEQUEUE = 0, 1
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    op: QueueOp
+    port: int
+    prio: int
+    length: int
+    ecn: Ecn
+
+    @classmethod
+    def enqueue(cls, length: int, ecn: Ecn = Ecn.ECT0, port: int = 0, prio: int = 0):
+        return cls(QueueOp.ENQUEUE, port, prio, length, ecn)
+
+    @classmethod
+    def dequeue(cls, length: int, ecn: Ecn = Ecn.ECT0, port: int = 0, prio: int = 0):
+        return cls(QueueOp.DEQUEUE, port, prio, length, ecn)
+
+
+@dataclass(frozen=True)
+class Decision:
+    op: QueueOp
+    port: int
+    prio: int
+    length: int
+    drop: bool
+    reason: DropReason
+    ecn: Ecn
+    marked: bool
+    qlen: int
+
+
+def pack_descriptor(cfg: MarkerConfig, d: Descriptor) -> int:
+    return marker_descriptor_layout(cfg).const({
+        "op": d.op, "port": d.port, "prio": d.prio, "length": d.length, "ecn": d.ecn,
+    }).as_bits()
+
+
+def unpack_decision(cfg: MarkerConfig, bits: int) -> Decision:
+    v = marker_decision_layout(cfg).from_bits(bits)
+    return Decision(op=QueueOp(v.op), port=v.port, prio=v.prio, length=v.length,
+                    drop=bool(v.drop), reason=DropReason(v.reason), ecn=Ecn(v.ecn),
+                    marked=bool(v.marked), qlen=v.qlen)
+
+
+class MarkerModel:
+    """Golden model of :class:`hw.switch.marker.EgressMarker` for one :class:`MarkerConfig`."""
+
+    def __init__(self, cfg: MarkerConfig):
+        self.cfg = cfg
+        r = cfg.registers()
+        self.profile, self.compare, self.sample_at = r.profile, r.compare, r.sample_at
+        self.k_min, self.k_max, self.p_max = r.k_min, r.k_max, r.p_max
+        self.k_drop, self.buf_max, self.shared_buffer = r.k_drop, r.buf_max, r.shared_buffer
+        self.occ = [0] * cfg.queues
+        self.shared = 0
+        self.lfsr_state = cfg.lfsr.seed
+        self.counters = {reg: 0 for reg in MarkerReg.counters()}
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _at_or_above(self, x: int, k: int) -> bool:
+        return x >= k if self.compare == _COMPARE_GE else x > k
+
+    def _count(self, reg: MarkerReg) -> None:
+        self.counters[reg] = min(self.counters[reg] + 1, COUNTER_MAX)
+
+    def mark_rule(self, q: int, r: int) -> bool:
+        """The marking decision for an ECT packet sampled at queue ``q`` with draw ``r``."""
+        if self.profile == _PROFILE_DCTCP:
+            return self._at_or_above(q, self.k_max)
+        if self._at_or_above(q, self.k_max):
+            return True
+        if self._at_or_above(q, self.k_min):
+            return r * (self.k_max - self.k_min) < self.p_max * (q - self.k_min)
+        return False
+
+    def queue(self, port: int = 0, prio: int = 0) -> int:
+        return self.occ[port * self.cfg.priorities + prio]
+
+    # -- one descriptor -----------------------------------------------------------------------
+    def step(self, d: Descriptor) -> Decision:
+        cfg = self.cfg
+        self.lfsr_state, r = cfg.lfsr.draw(self.lfsr_state, cfg.draw_bits)
+
+        def decision(reason, qlen, marked=False):
+            ecn = Ecn.CE if marked else d.ecn
+            return Decision(op=d.op, port=d.port, prio=d.prio, length=d.length,
+                            drop=reason != DropReason.NONE, reason=reason, ecn=ecn,
+                            marked=marked, qlen=qlen)
+
+        if d.port >= cfg.ports or d.prio >= cfg.priorities:
+            self._count(MarkerReg.CNT_MALFORMED)
+            return decision(DropReason.BAD_QUEUE, 0)
+
+        idx = d.port * cfg.priorities + d.prio
+        q = self.occ[idx]
+        if d.op == QueueOp.ENQUEUE:
+            if q + d.length > self.buf_max:
+                reason = DropReason.QUEUE_FULL
+            elif self.shared + d.length > self.shared_buffer:
+                reason = DropReason.POOL_FULL
+            elif (self.profile == _PROFILE_LDCP and d.ecn == Ecn.NOT_ECT
+                  and self._at_or_above(q, self.k_drop)):
+                reason = DropReason.NOT_ECT_AT_K
+            else:
+                reason = DropReason.NONE
+            if reason != DropReason.NONE:
+                self._count({DropReason.QUEUE_FULL: MarkerReg.CNT_DROP_QUEUE_FULL,
+                             DropReason.POOL_FULL: MarkerReg.CNT_DROP_POOL_FULL,
+                             DropReason.NOT_ECT_AT_K: MarkerReg.CNT_DROP_NOT_ECT}[reason])
+                return decision(reason, q)
+            self.occ[idx] = q + d.length
+            self.shared += d.length
+            self._count(MarkerReg.CNT_ENQUEUED)
+            sampled, eligible = q, self.sample_at == _SAMPLE_ENQUEUE
+        else:
+            if d.length > q:
+                self._count(MarkerReg.CNT_MALFORMED)
+                return decision(DropReason.UNDERFLOW, q)
+            self.occ[idx] = q - d.length
+            self.shared -= d.length
+            self._count(MarkerReg.CNT_DEQUEUED)
+            sampled, eligible = q - d.length, self.sample_at == _SAMPLE_DEQUEUE
+
+        marked = (eligible and d.ecn in (Ecn.ECT0, Ecn.ECT1) and self.mark_rule(sampled, r))
+        if marked:
+            self._count(MarkerReg.CNT_MARKED)
+        return decision(DropReason.NONE, sampled, marked)
+
+    # -- registers ----------------------------------------------------------------------------
+    def write(self, addr: int, value: int) -> None:
+        """A register write, as the RTL applies it (bits above a register's width ignored)."""
+        w = (1 << self.cfg.occ_width) - 1
+        match addr:
+            case MarkerReg.CTRL:
+                ctrl = MarkerCtrl.from_bits(value & ((1 << MarkerCtrl.size) - 1))
+                self.profile, self.compare, self.sample_at = (
+                    ctrl.profile, ctrl.compare, ctrl.sample_at)
+            case MarkerReg.K_MIN:
+                self.k_min = value & w
+            case MarkerReg.K_MAX:
+                self.k_max = value & w
+            case MarkerReg.P_MAX:
+                self.p_max = value & ((1 << (self.cfg.draw_bits + 1)) - 1)
+            case MarkerReg.K_DROP:
+                self.k_drop = value & w
+            case MarkerReg.BUF_MAX:
+                self.buf_max = value & w
+            case MarkerReg.SHARED_BUFFER:
+                self.shared_buffer = value & w
+            case _ if addr in self.counters:
+                self.counters[MarkerReg(addr)] = value & COUNTER_MAX
+            case _:
+                pass  # read-only or unmapped: ignored
+
+    def read(self, addr: int) -> int:
+        match addr:
+            case MarkerReg.CTRL:
+                return MarkerCtrl.const({"profile": self.profile, "compare": self.compare,
+                                         "sample_at": self.sample_at}).as_bits()
+            case MarkerReg.K_MIN:
+                return self.k_min
+            case MarkerReg.K_MAX:
+                return self.k_max
+            case MarkerReg.P_MAX:
+                return self.p_max
+            case MarkerReg.K_DROP:
+                return self.k_drop
+            case MarkerReg.BUF_MAX:
+                return self.buf_max
+            case MarkerReg.SHARED_BUFFER:
+                return self.shared_buffer
+            case MarkerReg.SHARED_OCC:
+                return self.shared
+            case _ if addr in self.counters:
+                return self.counters[MarkerReg(addr)]
+            case _:
+                return 0
+
+    # -- exact statistics of the integer rule --------------------------------------------------
+    def mark_probability(self, q: int) -> float:
+        """Exact probability that the integer rule marks an ECT packet sampled at ``q``."""
+        n = 1 << self.cfg.draw_bits
+        if self.profile == _PROFILE_DCTCP or self._at_or_above(q, self.k_max):
+            return float(self.mark_rule(q, 0))
+        if not self._at_or_above(q, self.k_min):
+            return 0.0
+        span = self.k_max - self.k_min
+        # r * span < P * d  <=>  r < ceil(P * d / span)
+        hits = min(n, -(-self.p_max * (q - self.k_min) // span))
+        return hits / n

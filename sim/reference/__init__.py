@@ -1,0 +1,1 @@
+"""Float references written from the published equations, independent of the bit-exact models."""
