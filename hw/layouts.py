@@ -99,3 +99,66 @@ def marker_decision_layout(cfg) -> data.StructLayout:
 def csr_write_layout(addr_width: int, data_width: int = 32) -> data.StructLayout:
     """A register write: address (word index) and data."""
     return data.StructLayout({"addr": addr_width, "data": data_width})
+
+
+# ------------------------------------------------------------------------------------------------
+# LDCP window engine (hw/nic/ldcp_window.py)
+# ------------------------------------------------------------------------------------------------
+class LdcpDecRule(enum.Enum, shape=3):
+    """Which rule the marked part of an LDCP window update applied (docs/ldcp-window.md)."""
+    NONE = 0         #: no marked packets in the event
+    LINEAR = 1       #: cw >= 1: cw - n*beta, result still >= 1
+    CROSS = 2        #: cw >= 1: cw - n*beta landed in [gamma, 1): crossed into the sub-1 regime
+    CROSS_FLOOR = 3  #: cw >= 1: cw - n*beta < gamma: clamped to the floor gamma
+    HALVE = 4        #: cw < 1: cw * eta**n, above the floor
+    HALVE_FLOOR = 5  #: cw < 1: cw * eta**n <= gamma: the floor gamma
+
+
+class LdcpIncRule(enum.Enum, shape=3):
+    """Which rule the unmarked part of an LDCP window update applied."""
+    NONE = 0         #: no unmarked packets in the event
+    RECIP = 1        #: cw >= 1: cw + n*alpha/cw, below the cap
+    RECIP_CAP = 2    #: cw >= 1: cw + n*alpha/cw >= cw_max: the cap
+    GAMMA = 3        #: cw < 1: cw + n*gamma, still < 1
+    CROSS = 4        #: cw < 1: cw + n*gamma >= 1: crossed into the window regime (below the cap)
+    CROSS_CAP = 5    #: cw < 1: cw + n*gamma >= cw_max: crossed and capped
+
+
+def ldcp_ack_layout(cfg) -> data.StructLayout:
+    """One ACK of the flow: the ECN-Echo bit and the number of packets it confirms (1..m)."""
+    return data.StructLayout({"ece": 1, "n": cfg.n_width})
+
+
+def ldcp_event_layout(cfg) -> data.StructLayout:
+    """One update of the window datapath: the flow's window and a (coalesced) event, applied as
+    ``n_marked`` packets confirmed with ECE, then ``n_unmarked`` packets without."""
+    return data.StructLayout({
+        "cw": 32,                          # UQ16.16 packets
+        "n_marked": cfg.event_n_width,
+        "n_unmarked": cfg.event_n_width,
+    })
+
+
+def ldcp_update_layout(cfg) -> data.StructLayout:
+    """The datapath's answer: the new window, the event it applied and the rules it took."""
+    return data.StructLayout({
+        "cw": 32,                          # UQ16.16 packets, new window
+        "n_marked": cfg.event_n_width,
+        "n_unmarked": cfg.event_n_width,
+        "dec": LdcpDecRule,
+        "inc": LdcpIncRule,
+    })
+
+
+def ldcp_params_layout() -> data.StructLayout:
+    """Run-time parameters of the window datapath (hardware units, see LdcpWindowRegisters)."""
+    return data.StructLayout({
+        "alpha": 17,    # UQ1.16
+        "beta": 17,     # UQ1.16
+        "gamma": 17,    # UQ1.16
+        "cw_max": 32,   # UQ16.16
+    })
+
+
+__all__ += ["LdcpDecRule", "LdcpIncRule", "ldcp_ack_layout", "ldcp_event_layout",
+            "ldcp_update_layout", "ldcp_params_layout"]

@@ -1,0 +1,243 @@
+"""Bit-exact golden model of the LDCP window engine (PAWA, sub-1 window, pacing timer, gate).
+
+Two levels, as in the RTL (:mod:`hw.nic.ldcp_window`):
+
+- :func:`update` is the **datapath**: window + event + parameters -> new window, with the same
+  integer widths, rounding (always toward zero) and order of operations as
+  :class:`hw.nic.ldcp_window.LdcpWindowUpdate`.  An event is ``n_marked`` packets confirmed
+  with ECE followed by ``n_unmarked`` packets confirmed without; a single ACK has one of the two
+  equal to zero.
+- :class:`LdcpWindowModel` is the **single-flow wrapper**, cycle by cycle: the window register,
+  the coalescing of ACKs that arrive while an update is in flight, the sub-1 pacing timer and
+  the send gate, exactly as :class:`hw.nic.ldcp_window.LdcpWindow` does them.
+
+The rules (``docs/ldcp-window.md`` has the rationale), with ``cw`` in UQ16.16 and ``ONE = 2**16``:
+
+Marked part (``n = n_marked > 0``), regime decided by ``cw`` before the event:
+    ``cw >= ONE``: ``t = cw - n * beta``; result ``max(gamma, t)`` (LINEAR if ``t >= ONE``,
+    CROSS if ``gamma <= t < ONE``, CROSS_FLOOR if ``t < gamma``).
+    ``cw < ONE``: ``h = cw >> min(n, 16)`` (``eta**n`` with ``eta = 1/2``); result
+    ``max(gamma, h)`` (HALVE if ``h > gamma``, else HALVE_FLOOR).
+Unmarked part (``n = n_unmarked > 0``), regime decided by the window after the marked part:
+    ``cw >= ONE``: ``cw + n * alpha * R(cw)`` with the table reciprocal :func:`reciprocal`,
+    truncated; capped at ``cw_max`` (RECIP or RECIP_CAP).
+    ``cw < ONE``: ``cw + n * gamma``, capped at ``cw_max`` (GAMMA if the result is below ONE,
+    CROSS if at or above, CROSS_CAP if capped).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from hw.layouts import LdcpDecRule, LdcpIncRule, ldcp_ack_layout, ldcp_update_layout
+from hw.nic.ldcp_window_config import (
+    FRAC_BITS,
+    ONE,
+    RECIP_BITS,
+    RECIP_INDEX_BITS,
+    RECIP_INTERP_BITS,
+    UPDATE_LATENCY,
+    LdcpWindowConfig,
+    LdcpWindowRegisters,
+    recip_table,
+)
+
+__all__ = ["Ack", "Update", "reciprocal", "update", "LdcpWindowModel", "CycleOutputs",
+           "pack_ack", "unpack_update"]
+
+_TABLE = recip_table()
+_SHIFT_MAX = FRAC_BITS  # cw < ONE, so cw >> 16 == 0: larger shifts change nothing
+
+
+@dataclass(frozen=True)
+class Ack:
+    ece: bool
+    n: int
+
+
+@dataclass(frozen=True)
+class Update:
+    cw: int
+    n_marked: int
+    n_unmarked: int
+    dec: LdcpDecRule
+    inc: LdcpIncRule
+
+
+def pack_ack(cfg: LdcpWindowConfig, ack: Ack) -> int:
+    return ldcp_ack_layout(cfg).const({"ece": int(ack.ece), "n": ack.n}).as_bits()
+
+
+def unpack_update(cfg: LdcpWindowConfig, bits: int) -> Update:
+    v = ldcp_update_layout(cfg).from_bits(bits)
+    return Update(cw=v.cw, n_marked=v.n_marked, n_unmarked=v.n_unmarked,
+                  dec=LdcpDecRule(v.dec), inc=LdcpIncRule(v.inc))
+
+
+def reciprocal(cw: int) -> tuple[int, int]:
+    """Table reciprocal of ``cw >= ONE`` (UQ16.16): returns ``(r, e)`` with
+    ``cw = x * 2**(e + 16)``, ``1 <= x < 2`` and ``r ~= 2**18 / x`` (19 bits, 2**18 = 1.0), so that
+    ``1 / cw ~= r * 2**-(18 + e)`` in packets**-1.
+
+    ``norm = cw << (15 - e)`` puts the leading one at bit 31; bits 30..23 index the table,
+    bits 22..13 interpolate along the chord: ``r = T[i] - (D[i] * f >> 10)``."""
+    assert ONE <= cw < 1 << 32
+    e = (cw >> FRAC_BITS).bit_length() - 1
+    norm = cw << (15 - e)
+    idx = (norm >> (31 - RECIP_INDEX_BITS)) & ((1 << RECIP_INDEX_BITS) - 1)
+    f = (norm >> (31 - RECIP_INDEX_BITS - RECIP_INTERP_BITS)) & ((1 << RECIP_INTERP_BITS) - 1)
+    t, d = _TABLE[idx]
+    r = t - ((d * f) >> RECIP_INTERP_BITS)
+    assert 1 << (RECIP_BITS - 1) <= r <= 1 << RECIP_BITS
+    return r, e
+
+
+def update(regs: LdcpWindowRegisters, cw: int, n_marked: int, n_unmarked: int) -> Update:
+    """The datapath: apply ``n_marked`` ECE packets, then ``n_unmarked`` plain ones."""
+    alpha, beta, gamma, cap = regs.alpha, regs.beta, regs.gamma, regs.cw_max
+
+    # -- marked part ----------------------------------------------------------------------------
+    if n_marked == 0:
+        c, dec = cw, LdcpDecRule.NONE
+    elif cw >= ONE:
+        t = cw - n_marked * beta
+        if t >= ONE:
+            c, dec = t, LdcpDecRule.LINEAR
+        elif t >= gamma:
+            c, dec = t, LdcpDecRule.CROSS
+        else:
+            c, dec = gamma, LdcpDecRule.CROSS_FLOOR
+    else:
+        h = cw >> min(n_marked, _SHIFT_MAX)
+        if h > gamma:
+            c, dec = h, LdcpDecRule.HALVE
+        else:
+            c, dec = gamma, LdcpDecRule.HALVE_FLOOR
+
+    # -- unmarked part --------------------------------------------------------------------------
+    if n_unmarked == 0:
+        new, inc = c, LdcpIncRule.NONE
+    elif c >= ONE:
+        r, e = reciprocal(c)
+        s = c + ((n_unmarked * alpha * r) >> (RECIP_BITS + e))
+        new, inc = (cap, LdcpIncRule.RECIP_CAP) if s >= cap else (s, LdcpIncRule.RECIP)
+    else:
+        s = c + n_unmarked * gamma
+        if s >= cap:
+            new, inc = cap, LdcpIncRule.CROSS_CAP
+        elif s >= ONE:
+            new, inc = s, LdcpIncRule.CROSS
+        else:
+            new, inc = s, LdcpIncRule.GAMMA
+    return Update(new, n_marked, n_unmarked, dec, inc)
+
+
+@dataclass(frozen=True)
+class CycleOutputs:
+    """What the wrapper shows during one cycle (before the next edge)."""
+    cw: int                 # committed window, UQ16.16
+    update: Update | None   # the update committed at the coming edge (upd_valid / upd)
+    tick: bool              # the timer fired at the previous edge
+    credit: bool            # a timer release not yet used
+    sub1: bool              # gate regime (registered: cw < 1 one cycle earlier)
+    win_bytes: int          # gate window ceil(cw * mtu / 2**16) (registered)
+
+    def may_send(self, inflight: int) -> bool:
+        return self.credit if self.sub1 else inflight < self.win_bytes
+
+
+class LdcpWindowModel:
+    """Cycle-accurate model of :class:`hw.nic.ldcp_window.LdcpWindow` (one flow).
+
+    Call :meth:`outputs` to see a cycle, then :meth:`edge` with that cycle's inputs.
+
+    At each edge, in this order (all from the values of the cycle before the edge):
+
+    1. Timer and gate, from the committed window ``cw``: if ``cw < ONE``, ``acc = phase + cw``;
+       it fires when ``acc >= rtt * 2**16`` and then ``phase = acc - rtt * 2**16``, else
+       ``phase = acc``; if ``cw >= ONE`` the phase is 0.  ``credit`` is set by a firing and
+       cleared by ``sent`` (or when ``cw >= ONE``).  The gate registers ``sub1 = cw < ONE`` and
+       ``win_bytes = ceil(cw * mtu / 2**16)``.
+    2. The update leaving the datapath (issued ``UPDATE_LATENCY`` edges ago) is committed.
+    3. The ACK of this cycle (``n`` saturated at ``m``; ``n = 0`` ignored) is merged into the
+       pending event: unmarked adds to ``n_unmarked``; marked makes
+       ``n_marked += n_unmarked + n`` and ``n_unmarked = 0``.
+    4. If no update is in flight (or the one in flight commits at this edge), a non-empty
+       pending event is issued with the newest window; otherwise it waits.
+    """
+
+    LATENCY = UPDATE_LATENCY
+
+    def __init__(self, cfg: LdcpWindowConfig):
+        self.cfg = cfg
+        self.regs = cfg.registers()
+        r = self.regs
+        self.cw = r.cw_init
+        self.pend_m = 0
+        self.pend_u = 0
+        self.busy_left = 0          # edges until the in-flight update commits
+        self.in_flight: Update | None = None
+        self.phase = 0
+        self.credit = False
+        self.tick = False
+        self.sub1 = r.cw_init < ONE
+        self.win_bytes = self._win(r.cw_init)
+        self.cycle = 0
+        self.issued: deque[tuple[int, Update]] = deque()  # (issue cycle, update), for tests
+
+    def _win(self, cw: int) -> int:
+        return (cw * self.regs.mtu + ONE - 1) >> FRAC_BITS
+
+    def outputs(self) -> CycleOutputs:
+        upd = self.in_flight if self.busy_left == 1 else None
+        return CycleOutputs(self.cw, upd, self.tick, self.credit, self.sub1, self.win_bytes)
+
+    def edge(self, ack: Ack | None = None, sent: bool = False) -> None:
+        r = self.regs
+        cw = self.cw
+        # 1. timer and gate
+        sub1 = cw < ONE
+        fire = False
+        if sub1:
+            acc = self.phase + cw
+            period = r.rtt << FRAC_BITS
+            fire = acc >= period
+            self.phase = acc - period if fire else acc
+        else:
+            self.phase = 0
+        self.credit = sub1 and (fire or (self.credit and not sent))
+        self.tick = fire
+        self.sub1 = sub1
+        self.win_bytes = self._win(cw)
+        # 2. commit
+        done = self.in_flight if self.busy_left == 1 else None
+        if done is not None:
+            self.cw = done.cw
+        # 3. coalesce
+        pm, pu = self.pend_m, self.pend_u
+        if ack is not None:
+            n = min(ack.n, r.m)
+            if n and ack.ece:
+                pm, pu = pm + pu + n, 0
+            elif n:
+                pu += n
+        # 4. issue
+        if self.busy_left <= 1 and (pm or pu):
+            assert pm + pu <= self.cfg.n_max_event
+            self.in_flight = update(r, self.cw, pm, pu)
+            self.issued.append((self.cycle, self.in_flight))
+            self.busy_left = self.LATENCY
+            self.pend_m = self.pend_u = 0
+        else:
+            self.pend_m, self.pend_u = pm, pu
+            if self.busy_left:
+                self.busy_left -= 1
+            if self.busy_left == 0:
+                self.in_flight = None
+        self.cycle += 1
+
+    @property
+    def idle(self) -> bool:
+        """No update in flight and nothing pending."""
+        return self.busy_left == 0 and not (self.pend_m or self.pend_u)
