@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.switch.marker_config import MarkerConfig
 
 
@@ -22,6 +23,11 @@ class Top:
 
     def build(self):
         return self.factory(self.config)
+
+
+def _dcqcn_rp(cfg):
+    from hw.nic.dcqcn_rp import DcqcnRp
+    return DcqcnRp(cfg)
 
 
 def _marker(cfg):
@@ -41,4 +47,13 @@ MARKER_8X8 = MarkerConfig.dcqcn(ports=8, priorities=8, k_min=5_000, k_max=200_00
 TOPS: dict[str, Top] = {t.name: t for t in [
     Top("marker_1x1", MARKER_1X1, _marker, "egress marker, 1 port x 1 priority, LDCP profile"),
     Top("marker_8x8", MARKER_8X8, _marker, "egress marker, 8 ports x 8 priorities, DCQCN profile"),
+    # DCQCN reaction point, one flow, one top per named profile (docs/dcqcn.md).
+    Top("dcqcn_rp_paper", DcqcnRpConfig.profile("paper"), _dcqcn_rp,
+        "DCQCN reaction point, paper profile (40 Gb/s)"),
+    Top("dcqcn_rp_ns3_rdma", DcqcnRpConfig.profile("ns3-rdma"), _dcqcn_rp,
+        "DCQCN reaction point, ns3-rdma profile (40 Gb/s)"),
+    Top("dcqcn_rp_hpcc_mlx", DcqcnRpConfig.profile("hpcc-mlx"), _dcqcn_rp,
+        "DCQCN reaction point, HPCC ns-3 mlx profile (100 Gb/s)"),
+    Top("dcqcn_rp_connectx", DcqcnRpConfig.profile("connectx"), _dcqcn_rp,
+        "DCQCN reaction point, ConnectX firmware defaults (100 Gb/s)"),
 ]}

@@ -15,6 +15,7 @@ from amaranth.lib import data, enum
 __all__ = [
     "Ecn", "QueueOp", "Profile", "Compare", "SamplePoint", "DropReason",
     "MarkerCtrl", "marker_descriptor_layout", "marker_decision_layout", "csr_write_layout",
+    "RpEventKind", "RpMode", "rp_event_layout", "rp_state_layout",
 ]
 
 
@@ -99,6 +100,107 @@ def marker_decision_layout(cfg) -> data.StructLayout:
 def csr_write_layout(addr_width: int, data_width: int = 32) -> data.StructLayout:
     """A register write: address (word index) and data."""
     return data.StructLayout({"addr": addr_width, "data": data_width})
+
+
+# ------------------------------------------------------------------------------------------------
+# LDCP window engine (hw/nic/ldcp_window.py)
+# ------------------------------------------------------------------------------------------------
+class LdcpDecRule(enum.Enum, shape=3):
+    """Which rule the marked part of an LDCP window update applied (docs/ldcp-window.md)."""
+    NONE = 0         #: no marked packets in the event
+    LINEAR = 1       #: cw >= 1: cw - n*beta, result still >= 1
+    CROSS = 2        #: cw >= 1: cw - n*beta landed in [gamma, 1): crossed into the sub-1 regime
+    CROSS_FLOOR = 3  #: cw >= 1: cw - n*beta < gamma: clamped to the floor gamma
+    HALVE = 4        #: cw < 1: cw * eta**n, above the floor
+    HALVE_FLOOR = 5  #: cw < 1: cw * eta**n <= gamma: the floor gamma
+
+
+class LdcpIncRule(enum.Enum, shape=3):
+    """Which rule the unmarked part of an LDCP window update applied."""
+    NONE = 0         #: no unmarked packets in the event
+    RECIP = 1        #: cw >= 1: cw + n*alpha/cw, below the cap
+    RECIP_CAP = 2    #: cw >= 1: cw + n*alpha/cw >= cw_max: the cap
+    GAMMA = 3        #: cw < 1: cw + n*gamma, still < 1
+    CROSS = 4        #: cw < 1: cw + n*gamma >= 1: crossed into the window regime (below the cap)
+    CROSS_CAP = 5    #: cw < 1: cw + n*gamma >= cw_max: crossed and capped
+
+
+def ldcp_ack_layout(cfg) -> data.StructLayout:
+    """One ACK of the flow: the ECN-Echo bit and the number of packets it confirms (1..m)."""
+    return data.StructLayout({"ece": 1, "n": cfg.n_width})
+
+
+def ldcp_event_layout(cfg) -> data.StructLayout:
+    """One update of the window datapath: the flow's window and a (coalesced) event, applied as
+    ``n_marked`` packets confirmed with ECE, then ``n_unmarked`` packets without."""
+    return data.StructLayout({
+        "cw": 32,                          # UQ16.16 packets
+        "n_marked": cfg.event_n_width,
+        "n_unmarked": cfg.event_n_width,
+    })
+
+
+def ldcp_update_layout(cfg) -> data.StructLayout:
+    """The datapath's answer: the new window, the event it applied and the rules it took."""
+    return data.StructLayout({
+        "cw": 32,                          # UQ16.16 packets, new window
+        "n_marked": cfg.event_n_width,
+        "n_unmarked": cfg.event_n_width,
+        "dec": LdcpDecRule,
+        "inc": LdcpIncRule,
+    })
+
+
+def ldcp_params_layout() -> data.StructLayout:
+    """Run-time parameters of the window datapath (hardware units, see LdcpWindowRegisters)."""
+    return data.StructLayout({
+        "alpha": 17,    # UQ1.16
+        "beta": 17,     # UQ1.16
+        "gamma": 17,    # UQ1.16
+        "cw_max": 32,   # UQ16.16
+    })
+
+
+__all__ += ["LdcpDecRule", "LdcpIncRule", "ldcp_ack_layout", "ldcp_event_layout",
+            "ldcp_update_layout", "ldcp_params_layout"]
+
+
+# ---- DCQCN reaction point (hw/nic/dcqcn_rp.py) -------------------------------------------------
+
+class RpEventKind(enum.Enum, shape=1):
+    """An event of the DCQCN reaction point (time passing is the clock itself)."""
+    CNP = 0   #: a CNP arrived for the flow
+    TX = 1    #: the flow sent ``bytes`` bytes
+
+
+class RpMode(enum.Enum, shape=2):
+    """The rate-increase phase of the last increase event (reset to FR by a cut)."""
+    FR = 0    #: fast recovery
+    AI = 1    #: additive increase
+    HAI = 2   #: hyper increase
+
+
+def rp_event_layout(cfg) -> data.StructLayout:
+    return data.StructLayout({"kind": RpEventKind, "bytes": cfg.byte_width})
+
+
+def rp_state_layout(cfg) -> data.StructLayout:
+    """Per-flow state of the DCQCN reaction point (docs/dcqcn.md, "State")."""
+    return data.StructLayout({
+        "rc": cfg.rate_width,          # current rate, UQ.10 Mb/s
+        "rt": cfg.rate_width,          # target rate, UQ.10 Mb/s
+        "alpha": 25,                   # UQ1.24
+        "t_stage": 8,                  # timer stage (saturates at 255)
+        "b_stage": 8,                  # byte-counter stage (saturates at 255)
+        "mode": RpMode,
+        "t_cnt": cfg.timer_width,      # rate-increase timer: cycles left (0 = stopped)
+        "a_cnt": cfg.timer_width,      # alpha timer: cycles left (0 = stopped)
+        "d_cnt": cfg.timer_width,      # cut monitor / holdoff timer: cycles left (0 = stopped)
+        "bc": cfg.byte_width,          # byte counter: bytes left before the next byte event
+        "active": 1,                   # a CNP has been received (timers run)
+        "alpha_flag": 1,               # periodic alpha: a CNP arrived in this alpha period
+        "dec_flag": 1,                 # periodic check: a CNP arrived since the last check
+    })
 
 
 # ------------------------------------------------------------------------------------------------

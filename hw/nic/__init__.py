@@ -1,0 +1,1 @@
+"""NIC-side engines: DCQCN reaction/notification points, CNP generator, rate limiter, LDCP."""

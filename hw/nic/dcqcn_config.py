@@ -1,0 +1,325 @@
+"""Configuration of the DCQCN reaction point (RP), in the ConnectX knob names and units.
+
+One frozen, validated :class:`DcqcnRpConfig` configures the RTL (:mod:`hw.nic.dcqcn_rp`), the
+bit-exact golden model (:mod:`sim.models.dcqcn`), the Verilog export and the tests.  The knobs
+carry the names NVIDIA ConnectX firmware uses (``rpg_time_reset`` in µs, ``rpg_ai_rate`` in Mb/s,
+``dce_tcp_g`` in 1/1024, ...), so an operator can copy settings from a NIC.  The differences
+between the four reference behaviours (``docs/dcqcn.md``, "Profiles") are settings too; the
+named profiles are built by :meth:`DcqcnRpConfig.profile`.
+
+The conversion to hardware units (cycles at ``clk_hz``, fixed-point words) happens once, in
+:meth:`DcqcnRpConfig.registers`.
+
+Fixed-point formats (``docs/dcqcn.md``, "Fixed point"):
+
+- rates ``Rc``, ``Rt`` and every rate knob: UQ(r).10 Mb/s, i.e. integer units of 1/1024 Mb/s
+  (~977 b/s); ``r = bits_for(line_rate_mbps)``.
+- ``alpha``: UQ1.24 (0 ... 2**24 = 1.0).
+- ``g``: UQ0.10 (``1024 - dce_tcp_g``), 1 ... 1024.
+- ``rpg_min_dec_fac``: UQ0.16 fraction of Rc, rounded up (``ceil(pct * 65536 / 100)``), and
+  the floor ``ceil(Rc * mdf / 2**16)`` is rounded up too, so one cut never leaves less than
+  ``pct`` % of Rc.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from ..params import ConfigError, bits_for, check_choice, check_int
+
+__all__ = ["DcqcnRpConfig", "DcqcnRpRegisters", "PROFILES", "RATE_FRAC", "ALPHA_FRAC", "G_FRAC",
+           "ALPHA_ONE", "STAGE_MAX", "AlphaMode", "CutMode", "IncreaseRule", "HaiStep",
+           "ClampRule"]
+
+PROFILES = ("paper", "ns3-rdma", "hpcc-mlx", "connectx")
+
+RATE_FRAC = 10          #: fraction bits of every rate (units of 2**-10 Mb/s)
+ALPHA_FRAC = 24         #: fraction bits of alpha (UQ1.24)
+ALPHA_ONE = 1 << ALPHA_FRAC
+G_FRAC = 10             #: g in 1/1024 (dce_tcp_g units)
+MDF_FRAC = 16           #: rpg_min_dec_fac as UQ0.16
+STAGE_BITS = 8
+STAGE_MAX = (1 << STAGE_BITS) - 1   #: stage counters saturate here
+
+
+class AlphaMode:
+    """How alpha is updated (hardware code in brackets)."""
+    ON_CNP = "on_cnp"        #: [0] paper / ns3-rdma: alpha = (1-g)a + g at each CNP; decays
+    #:                          by (1-g) every K with no CNP (timer restarted by each CNP)
+    PERIODIC = "periodic"    #: [1] HPCC mlx / ConnectX: every K, a = (1-g)a + g*[CNP arrived]
+    ALL = (ON_CNP, PERIODIC)
+
+
+class CutMode:
+    EVERY_CNP = "every_cnp"            #: [0] paper / ns3-rdma: each CNP cuts at once
+    PERIODIC_CHECK = "periodic_check"  #: [1] HPCC mlx: every P (grid from the first CNP + 1
+    #:                                      cycle), cut if a CNP arrived since the last check
+    HOLDOFF = "holdoff"                #: [2] ConnectX: a CNP cuts at once unless a cut
+    #:                                      happened less than P ago (then it only feeds alpha)
+    ALL = (EVERY_CNP, PERIODIC_CHECK, HOLDOFF)
+
+
+class IncreaseRule:
+    PAPER = "paper"   #: [0] after counting: max(stages) < F FR; min(stages) > F HAI; else AI
+    NS3 = "ns3"       #: [1] ns3-rdma's rpStage machine (docs/dcqcn.md)
+    HPCC = "hpcc"     #: [2] before counting: stage < F FR, == F AI, > F HAI
+    ALL = (PAPER, NS3, HPCC)
+
+
+class HaiStep:
+    LINEAR0 = "linear0"   #: [0] paper: i * R_HAI, i = min(stages) - F
+    LINEAR1 = "linear1"   #: [1] ns3-rdma: (min(stages) - F + 1) * R_HAI
+    CONST = "const"       #: [2] HPCC mlx / ConnectX: R_HAI
+    ALL = (LINEAR0, LINEAR1, CONST)
+
+
+class ClampRule:
+    """When a cut sets Rt = Rc."""
+    ALWAYS = "always"          #: [0] paper; ConnectX clamp_tgt_rate = 1
+    BYTE_STAGE = "byte_stage"  #: [1] ns3-rdma default: only if the byte stage != 0
+    TIME_STAGE = "time_stage"  #: [2] HPCC mlx (CLAMP_TARGET_RATE 0): only if the timer stage != 0
+    ANY_STAGE = "any_stage"    #: [3] ConnectX clamp_tgt_rate_after_time_inc = 1: either != 0
+    ALL = (ALWAYS, BYTE_STAGE, TIME_STAGE, ANY_STAGE)
+
+
+@dataclass(frozen=True)
+class DcqcnRpRegisters:
+    """Hardware-unit values derived from a :class:`DcqcnRpConfig` (cycles, fixed point, codes)."""
+    t_cycles: int          #: rate-increase timer period T
+    t_half_cycles: int     #: T/2 (ns3-rdma hyper increase)
+    k_cycles: int          #: alpha timer period K
+    p_cycles: int          #: cut monitor / holdoff period P
+    byte_reset: int        #: B bytes (0: no byte counter)
+    byte_half: int         #: B/2 (ns3-rdma hyper increase)
+    threshold: int         #: F
+    ai_rate: int           #: R_AI, UQ.10 Mb/s
+    hai_rate: int          #: R_HAI, UQ.10 Mb/s
+    gd_shift: int          #: cut = (Rc * alpha) >> gd_shift  (= rpg_gd + 6)
+    min_dec_fac: int       #: UQ0.16, rounded up
+    min_rate: int          #: UQ.10 Mb/s
+    max_rate: int          #: UQ.10 Mb/s
+    first_rate: int        #: UQ.10 Mb/s, 0 = normal cut on the first CNP
+    g: int                 #: UQ0.10
+    alpha_init: int        #: UQ1.24
+    alpha_mode: int
+    cut_mode: int
+    increase_rule: int
+    hai_step: int
+    clamp_rule: int
+    alpha_before_cut: int
+    bc_reload_on_clamp_only: int
+    halve_in_hyper: int
+    rt_guard: int
+
+
+def _us_to_cycles(us: int | float, clk_hz: int) -> int:
+    return round(us * clk_hz / 1_000_000)
+
+
+@dataclass(frozen=True)
+class DcqcnRpConfig:
+    """DCQCN reaction point: ConnectX knobs (µs, Mb/s, /1024, %) plus the profile settings.
+
+    Elaboration-time parameters: ``clk_hz`` (Hz), ``line_rate_mbps`` (the port speed; also the
+    default ``rpg_max_rate``), ``timer_width`` (bits of each timer counter; every period in
+    cycles must fit), ``byte_width`` (bits of the byte counter and of a TX event's length).
+
+    ConnectX knobs (run-time values fixed at reset): ``rpg_time_reset`` µs (T),
+    ``rpg_byte_reset`` bytes (B; 0 disables the byte counter), ``rpg_threshold`` (F),
+    ``rpg_ai_rate`` / ``rpg_hai_rate`` Mb/s, ``rpg_gd`` (cut = Rc alpha / 2**(gd-10), 11 = alpha/2),
+    ``rpg_min_dec_fac`` % (one cut never leaves less than this fraction of Rc), ``rpg_min_rate``
+    / ``rpg_max_rate`` Mb/s (max 0 = line rate), ``rate_to_set_on_first_cnp`` Mb/s (0 = normal
+    cut), ``dce_tcp_g`` (weight of the old alpha in 1/1024: g = (1024 - dce_tcp_g)/1024),
+    ``dce_tcp_rtt`` µs (alpha period K), ``rate_reduce_monitor_period`` µs (P),
+    ``initial_alpha_value`` /1024.
+
+    Profile settings (``docs/dcqcn.md``): ``alpha_mode``, ``cut_mode``, ``increase_rule``,
+    ``hai_step``, ``clamp_rule``, ``alpha_before_cut`` (ON_CNP alpha: update alpha before the
+    cut uses it), ``bc_reload_on_clamp_only`` (ns3-rdma reloads the byte counter at a cut only
+    when it clamps Rt), ``halve_in_hyper`` (ns3-rdma: T/2 and B/2 while in hyper increase),
+    ``rt_guard`` (ns3-rdma: Rt = Rt/8 instead of increasing when a stage is 1 and Rt > 10 Rc).
+    """
+
+    clk_hz: int = 250_000_000
+    line_rate_mbps: int = 100_000
+    timer_width: int = 24
+    byte_width: int = 24
+    rpg_time_reset: int | float = 300
+    rpg_byte_reset: int = 32767
+    rpg_threshold: int = 1
+    rpg_ai_rate: int = 5
+    rpg_hai_rate: int = 50
+    rpg_gd: int = 11
+    rpg_min_dec_fac: int = 50
+    rpg_min_rate: int = 1
+    rpg_max_rate: int = 0
+    rate_to_set_on_first_cnp: int = 0
+    dce_tcp_g: int = 1019
+    dce_tcp_rtt: int | float = 1
+    rate_reduce_monitor_period: int | float = 4
+    initial_alpha_value: int = 1023
+    alpha_mode: str = AlphaMode.PERIODIC
+    cut_mode: str = CutMode.HOLDOFF
+    increase_rule: str = IncreaseRule.PAPER
+    hai_step: str = HaiStep.CONST
+    clamp_rule: str = ClampRule.ANY_STAGE
+    alpha_before_cut: bool = False
+    bc_reload_on_clamp_only: bool = False
+    halve_in_hyper: bool = False
+    rt_guard: bool = False
+
+    # -- construction -----------------------------------------------------------------------
+    def __post_init__(self):
+        check_int(self, "clk_hz", self.clk_hz, 1_000_000, 2_000_000_000)
+        check_int(self, "line_rate_mbps", self.line_rate_mbps, 1, 1_600_000)
+        check_int(self, "timer_width", self.timer_width, 8, 32)
+        check_int(self, "byte_width", self.byte_width, 8, 32)
+        check_int(self, "rpg_byte_reset", self.rpg_byte_reset, 0, (1 << self.byte_width) - 1,
+                  hi_name=f"2**byte_width - 1 (byte_width {self.byte_width})")
+        check_int(self, "rpg_threshold", self.rpg_threshold, 1, STAGE_MAX - 2)
+        max_rate = self.max_rate_mbps
+        check_int(self, "rpg_max_rate", self.rpg_max_rate, 0, self.line_rate_mbps,
+                  hi_name="line_rate_mbps")
+        check_int(self, "rpg_min_rate", self.rpg_min_rate, 1, max_rate,
+                  hi_name="the max rate (rpg_max_rate, or line_rate_mbps if 0)")
+        check_int(self, "rpg_ai_rate", self.rpg_ai_rate, 0, max_rate, hi_name="the max rate")
+        check_int(self, "rpg_hai_rate", self.rpg_hai_rate, 0, max_rate, hi_name="the max rate")
+        check_int(self, "rpg_gd", self.rpg_gd, 0, 15)
+        check_int(self, "rpg_min_dec_fac", self.rpg_min_dec_fac, 0, 100)
+        if self.rate_to_set_on_first_cnp != 0:
+            check_int(self, "rate_to_set_on_first_cnp", self.rate_to_set_on_first_cnp,
+                      self.rpg_min_rate, max_rate, lo_name="rpg_min_rate",
+                      hi_name="the max rate (or 0 for a normal cut)")
+        if isinstance(self.dce_tcp_g, int) and not isinstance(self.dce_tcp_g, bool) \
+                and self.dce_tcp_g == 1 << G_FRAC:
+            raise ConfigError(self, "dce_tcp_g", self.dce_tcp_g,
+                              "integer 0 <= dce_tcp_g <= 1023 (1024 would make g = 0: alpha "
+                              "would never move)")
+        check_int(self, "dce_tcp_g", self.dce_tcp_g, 0, (1 << G_FRAC) - 1)
+        check_int(self, "initial_alpha_value", self.initial_alpha_value, 0, 1 << G_FRAC)
+        check_choice(self, "alpha_mode", self.alpha_mode, AlphaMode.ALL)
+        check_choice(self, "cut_mode", self.cut_mode, CutMode.ALL)
+        check_choice(self, "increase_rule", self.increase_rule, IncreaseRule.ALL)
+        check_choice(self, "hai_step", self.hai_step, HaiStep.ALL)
+        check_choice(self, "clamp_rule", self.clamp_rule, ClampRule.ALL)
+        for flag in ("alpha_before_cut", "bc_reload_on_clamp_only", "halve_in_hyper", "rt_guard"):
+            check_choice(self, flag, getattr(self, flag), (False, True))
+        # timers: a positive number of cycles that fits the counter (with room for the +1
+        # offset of the periodic check)
+        limit = (1 << self.timer_width) - 2
+        for name in ("rpg_time_reset", "dce_tcp_rtt", "rate_reduce_monitor_period"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(self, name, value, "a time > 0 µs")
+            cycles = _us_to_cycles(value, self.clk_hz)
+            if not 2 <= cycles <= limit:
+                lo_us = 2e6 / self.clk_hz
+                hi_us = limit * 1e6 / self.clk_hz
+                raise ConfigError(self, name, value,
+                                  f"{lo_us:g} µs <= {name} <= {hi_us:g} µs (2 ... 2**timer_width"
+                                  f" - 2 cycles at clk_hz {self.clk_hz}, timer_width "
+                                  f"{self.timer_width})")
+
+    def replace(self, **changes) -> DcqcnRpConfig:
+        return dataclasses.replace(self, **changes)
+
+    # -- named profiles ---------------------------------------------------------------------
+    @classmethod
+    def profile(cls, name: str, **overrides) -> DcqcnRpConfig:
+        """The named reference behaviour (``docs/dcqcn.md`` lists each value's source)."""
+        check_choice("DcqcnRpConfig", "profile", name, PROFILES)
+        base = {
+            # Zhu et al., SIGCOMM 2015, 40 Gb/s parameters.
+            "paper": dict(
+                line_rate_mbps=40_000, rpg_time_reset=55, rpg_byte_reset=10_000_000,
+                rpg_threshold=5, rpg_ai_rate=40, rpg_hai_rate=400, rpg_gd=11,
+                rpg_min_dec_fac=0, rpg_min_rate=1, dce_tcp_g=1020, dce_tcp_rtt=55,
+                rate_reduce_monitor_period=4, initial_alpha_value=1024,
+                alpha_mode=AlphaMode.ON_CNP, cut_mode=CutMode.EVERY_CNP,
+                increase_rule=IncreaseRule.PAPER, hai_step=HaiStep.LINEAR0,
+                clamp_rule=ClampRule.ALWAYS),
+            # bobzhuyb/ns3-rdma qbb-net-device.cc (rpr_* state machine, AdjustRates).
+            "ns3-rdma": dict(
+                line_rate_mbps=40_000, rpg_time_reset=55, rpg_byte_reset=10_000_000,
+                rpg_threshold=5, rpg_ai_rate=40, rpg_hai_rate=200, rpg_gd=11,
+                rpg_min_dec_fac=0, rpg_min_rate=100, dce_tcp_g=960, dce_tcp_rtt=55,
+                rate_reduce_monitor_period=4, initial_alpha_value=512,
+                alpha_mode=AlphaMode.ON_CNP, cut_mode=CutMode.EVERY_CNP,
+                increase_rule=IncreaseRule.NS3, hai_step=HaiStep.LINEAR1,
+                clamp_rule=ClampRule.BYTE_STAGE, alpha_before_cut=True,
+                bc_reload_on_clamp_only=True, halve_in_hyper=True, rt_guard=True),
+            # alibaba-edu/High-Precision-Congestion-Control rdma-hw.cc "mlx" (run script values).
+            "hpcc-mlx": dict(
+                line_rate_mbps=100_000, rpg_time_reset=300, rpg_byte_reset=0,
+                rpg_threshold=5, rpg_ai_rate=20, rpg_hai_rate=200, rpg_gd=11,
+                rpg_min_dec_fac=0, rpg_min_rate=100, dce_tcp_g=1020, dce_tcp_rtt=1,
+                rate_reduce_monitor_period=4, initial_alpha_value=1024,
+                alpha_mode=AlphaMode.PERIODIC, cut_mode=CutMode.PERIODIC_CHECK,
+                increase_rule=IncreaseRule.HPCC, hai_step=HaiStep.CONST,
+                clamp_rule=ClampRule.TIME_STAGE),
+            # NVIDIA ConnectX firmware defaults (DOCA "DCQCN CC Parameters").
+            "connectx": dict(),
+        }[name]
+        return cls(**{**base, **overrides})
+
+    @classmethod
+    def from_connectx(cls, *, clamp_tgt_rate: int = 0, clamp_tgt_rate_after_time_inc: int = 1,
+                      **knobs) -> DcqcnRpConfig:
+        """The ConnectX behaviour with knobs as a NIC reports them (including the two clamp
+        flags, translated to ``clamp_rule``)."""
+        check_choice("DcqcnRpConfig", "clamp_tgt_rate", clamp_tgt_rate, (0, 1))
+        check_choice("DcqcnRpConfig", "clamp_tgt_rate_after_time_inc",
+                     clamp_tgt_rate_after_time_inc, (0, 1))
+        rule = (ClampRule.ALWAYS if clamp_tgt_rate else
+                ClampRule.ANY_STAGE if clamp_tgt_rate_after_time_inc else ClampRule.BYTE_STAGE)
+        return cls.profile("connectx", clamp_rule=rule, **knobs)
+
+    # -- derived widths ----------------------------------------------------------------------
+    @property
+    def max_rate_mbps(self) -> int:
+        return self.rpg_max_rate or self.line_rate_mbps
+
+    @property
+    def rate_width(self) -> int:
+        return bits_for(self.line_rate_mbps << RATE_FRAC)
+
+    # -- the single user-unit -> register conversion -----------------------------------------
+    def registers(self) -> DcqcnRpRegisters:
+        t = _us_to_cycles(self.rpg_time_reset, self.clk_hz)
+        return DcqcnRpRegisters(
+            t_cycles=t,
+            t_half_cycles=max(t >> 1, 1),
+            k_cycles=_us_to_cycles(self.dce_tcp_rtt, self.clk_hz),
+            p_cycles=_us_to_cycles(self.rate_reduce_monitor_period, self.clk_hz),
+            byte_reset=self.rpg_byte_reset,
+            byte_half=self.rpg_byte_reset >> 1,
+            threshold=self.rpg_threshold,
+            ai_rate=self.rpg_ai_rate << RATE_FRAC,
+            hai_rate=self.rpg_hai_rate << RATE_FRAC,
+            gd_shift=self.rpg_gd + ALPHA_FRAC - G_FRAC,
+            min_dec_fac=-(-(self.rpg_min_dec_fac << MDF_FRAC) // 100),
+            min_rate=self.rpg_min_rate << RATE_FRAC,
+            max_rate=self.max_rate_mbps << RATE_FRAC,
+            first_rate=self.rate_to_set_on_first_cnp << RATE_FRAC,
+            g=(1 << G_FRAC) - self.dce_tcp_g,
+            alpha_init=self.initial_alpha_value << (ALPHA_FRAC - G_FRAC),
+            alpha_mode=AlphaMode.ALL.index(self.alpha_mode),
+            cut_mode=CutMode.ALL.index(self.cut_mode),
+            increase_rule=IncreaseRule.ALL.index(self.increase_rule),
+            hai_step=HaiStep.ALL.index(self.hai_step),
+            clamp_rule=ClampRule.ALL.index(self.clamp_rule),
+            alpha_before_cut=int(self.alpha_before_cut),
+            bc_reload_on_clamp_only=int(self.bc_reload_on_clamp_only),
+            halve_in_hyper=int(self.halve_in_hyper),
+            rt_guard=int(self.rt_guard),
+        )
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> DcqcnRpConfig:
+        return cls(**json.loads(text))

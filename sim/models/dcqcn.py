@@ -1,0 +1,255 @@
+"""Bit-exact golden model of the DCQCN reaction point (:mod:`hw.nic.dcqcn_rp`).
+
+:class:`RpModel` holds one flow's state and advances it one clock cycle per :meth:`RpModel.step`
+(with at most one event: a CNP or ``TX bytes``), with the RTL's integer widths, truncations and
+saturations.  Timers are per-flow down-counters, so an expiry happens on exactly the cycle an
+ideal timer would fire (``docs/dcqcn.md``, "Timers"); :meth:`RpModel.idle` skips idle cycles in
+O(number of expiries).
+
+One cycle, in this order (the RTL computes the same chain combinationally):
+
+1. timers: a counter at 1 expires this cycle (and drops to 0), any other non-zero one counts down;
+2. the cut decision: ``every_cnp``: a CNP; ``holdoff``: a CNP with no cut in the last P cycles;
+   ``periodic_check``: the check timer expires and a CNP arrived since the last check.  The first
+   CNP with ``first_rate != 0`` sets ``Rc = Rt = first_rate`` instead of cutting;
+3. alpha: ``on_cnp``: a CNP gives ``a - a*g + g`` and restarts the alpha timer, an expiry
+   without a CNP gives ``a - a*g``; ``periodic``: an expiry gives ``a - a*g + g*flag``;
+4. rate increase (only if no cut this cycle: a cut restarts the increase timer and wins the tie):
+   timer expiry and/or byte-counter expiry advance their stages, the rule picks FR / AI / HAI;
+5. the cut (``Rt = Rc`` per the clamp rule; ``Rc = max(Rc - Rc*alpha >> gd_shift,
+   Rc*min_dec_fac >> 16, min_rate)``), resetting stages and restarting the timers;
+6. the CNP's flags (periodic modes) and the first-CNP activation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from hw.layouts import RpEventKind, RpMode, rp_event_layout, rp_state_layout
+from hw.nic.dcqcn_config import (
+    ALPHA_FRAC,
+    ALPHA_ONE,
+    G_FRAC,
+    STAGE_MAX,
+    AlphaMode,
+    ClampRule,
+    CutMode,
+    DcqcnRpConfig,
+    HaiStep,
+    IncreaseRule,
+)
+
+__all__ = ["RpState", "RpModel", "Cnp", "Tx", "pack_event", "unpack_state", "pack_state"]
+
+_ON_CNP = AlphaMode.ALL.index(AlphaMode.ON_CNP)
+_EVERY, _CHECK, _HOLD = (CutMode.ALL.index(m) for m in
+                         (CutMode.EVERY_CNP, CutMode.PERIODIC_CHECK, CutMode.HOLDOFF))
+_R_PAPER, _R_NS3, _R_HPCC = (IncreaseRule.ALL.index(m) for m in
+                             (IncreaseRule.PAPER, IncreaseRule.NS3, IncreaseRule.HPCC))
+_LIN0, _LIN1, _CONST = (HaiStep.ALL.index(m) for m in
+                        (HaiStep.LINEAR0, HaiStep.LINEAR1, HaiStep.CONST))
+_C_ALWAYS, _C_BYTE, _C_TIME, _C_ANY = (ClampRule.ALL.index(m) for m in
+                                       (ClampRule.ALWAYS, ClampRule.BYTE_STAGE,
+                                        ClampRule.TIME_STAGE, ClampRule.ANY_STAGE))
+_FR, _AI, _HAI = RpMode.FR.value, RpMode.AI.value, RpMode.HAI.value
+
+
+@dataclass(frozen=True)
+class Cnp:
+    pass
+
+
+@dataclass(frozen=True)
+class Tx:
+    bytes: int
+
+
+@dataclass(frozen=True)
+class RpState:
+    rc: int
+    rt: int
+    alpha: int
+    t_stage: int = 0
+    b_stage: int = 0
+    mode: int = _FR
+    t_cnt: int = 0
+    a_cnt: int = 0
+    d_cnt: int = 0
+    bc: int = 0
+    active: int = 0
+    alpha_flag: int = 0
+    dec_flag: int = 0
+
+
+def pack_event(cfg: DcqcnRpConfig, ev) -> int:
+    if isinstance(ev, Cnp):
+        return rp_event_layout(cfg).const({"kind": RpEventKind.CNP, "bytes": 0}).as_bits()
+    return rp_event_layout(cfg).const({"kind": RpEventKind.TX, "bytes": ev.bytes}).as_bits()
+
+
+def pack_state(cfg: DcqcnRpConfig, s: RpState) -> int:
+    return rp_state_layout(cfg).const({f.name: getattr(s, f.name)
+                                       for f in fields(RpState)}).as_bits()
+
+
+def unpack_state(cfg: DcqcnRpConfig, bits: int) -> RpState:
+    v = rp_state_layout(cfg).from_bits(bits)
+    return RpState(**{f.name: int(getattr(v, f.name)) if f.name != "mode"
+                      else RpMode(v.mode).value for f in fields(RpState)})
+
+
+class RpModel:
+    """Golden model of one flow of :class:`hw.nic.dcqcn_rp.DcqcnRp`."""
+
+    def __init__(self, cfg: DcqcnRpConfig):
+        self.cfg = cfg
+        self.r = r = cfg.registers()
+        self.state = RpState(rc=r.max_rate, rt=r.max_rate, alpha=r.alpha_init, bc=r.byte_reset)
+        self.cycle = 0
+        self.cuts = 0
+        self.cut_cycles: list[int] = []   #: the cycle of every cut (for tests)
+
+    # -- arithmetic shared by several steps ----------------------------------------------------
+    def _alpha_next(self, alpha: int, plus_g: bool) -> int:
+        g = self.r.g
+        a = alpha - ((alpha * g) >> G_FRAC) + ((g << (ALPHA_FRAC - G_FRAC)) if plus_g else 0)
+        return min(a, ALPHA_ONE)
+
+    # -- one clock cycle -------------------------------------------------------------------------
+    def step(self, ev=None) -> RpState:
+        r, s = self.r, self.state
+        cnp = isinstance(ev, Cnp)
+        tx = ev.bytes if isinstance(ev, Tx) else None
+
+        # 1. timers
+        a_due, t_due, d_due = s.a_cnt == 1, s.t_cnt == 1, s.d_cnt == 1
+        a_cnt, t_cnt, d_cnt = (max(c - 1, 0) for c in (s.a_cnt, s.t_cnt, s.d_cnt))
+
+        # 2. cut decision
+        first = cnp and not s.active
+        if r.cut_mode == _EVERY:
+            cut = cnp
+        elif r.cut_mode == _HOLD:
+            cut = cnp and s.d_cnt <= 1
+        else:
+            cut = d_due and bool(s.dec_flag)
+        first_set = first and r.first_rate != 0
+        action = cut or first_set
+
+        # 3. alpha
+        alpha, alpha_flag = s.alpha, s.alpha_flag
+        if r.alpha_mode == _ON_CNP:
+            alpha_cnp = self._alpha_next(s.alpha, True)
+            if cnp:
+                alpha, a_cnt = alpha_cnp, r.k_cycles
+            elif a_due:
+                alpha, a_cnt = self._alpha_next(s.alpha, False), r.k_cycles
+            alpha_for_cut = alpha_cnp if r.alpha_before_cut else s.alpha
+        else:
+            if a_due:
+                alpha, alpha_flag, a_cnt = self._alpha_next(s.alpha, bool(s.alpha_flag)), 0, \
+                    r.k_cycles
+            alpha_for_cut = alpha
+
+        # 4. byte counter and rate increase
+        rc, rt = s.rc, s.rt
+        t_stage, b_stage, mode, bc = s.t_stage, s.b_stage, s.mode, s.bc
+        byte_on = r.byte_reset != 0
+        b_fire = False
+        if tx is not None and s.active and byte_on:
+            b_fire = tx >= s.bc
+            halve = r.halve_in_hyper and s.mode == _HAI
+            bc = (r.byte_half if halve else r.byte_reset) if b_fire else s.bc - tx
+        t_ev = t_due and not action
+        b_ev = b_fire and not action
+        if t_ev or b_ev:
+            ts = min(s.t_stage + t_ev, STAGE_MAX)
+            bs = min(s.b_stage + b_ev, STAGE_MAX)
+            F = r.threshold
+            hi = max(ts, bs) if byte_on else ts
+            lo = min(ts, bs) if byte_on else ts
+            if r.increase_rule == _R_NS3:
+                this = ts if t_ev else bs
+                select = _AI if (bs < F or ts < F) else _HAI
+                if s.mode == _FR:
+                    cls = _FR if this < F else select
+                elif s.mode == _AI:
+                    cls = select if t_ev else _AI
+                else:
+                    cls = _HAI
+            else:
+                fe = F + (1 if r.increase_rule == _R_HPCC else 0)
+                cls = _FR if hi < fe else _HAI if lo > fe else _AI
+            if r.hai_step == _CONST:
+                mult = 1
+            else:
+                mult = min(max(lo - F + (1 if r.hai_step == _LIN1 else 0), 0), STAGE_MAX)
+            inc = 0 if cls == _FR else r.ai_rate if cls == _AI else r.hai_rate * mult
+            guard = r.rt_guard and (ts == 1 or bs == 1) and s.rt > 10 * s.rc
+            rt = s.rt >> 3 if guard else min(s.rt + inc, r.max_rate)
+            rc = min(max((rt + s.rc) >> 1, r.min_rate), r.max_rate)
+            if t_ev:
+                halve = r.halve_in_hyper and s.mode == _HAI
+                t_cnt = r.t_half_cycles if halve else r.t_cycles
+            t_stage, b_stage, mode = ts, bs, cls
+
+        # 5. the cut
+        dec_flag = s.dec_flag
+        if r.cut_mode == _CHECK and d_due:
+            d_cnt = r.p_cycles
+        if action:
+            if first_set:
+                rc = rt = r.first_rate
+                clamp = True
+            else:
+                clamp = {_C_ALWAYS: True, _C_BYTE: s.b_stage != 0, _C_TIME: s.t_stage != 0,
+                         _C_ANY: s.b_stage != 0 or s.t_stage != 0}[r.clamp_rule]
+                rt = s.rc if clamp else s.rt
+                dec = (s.rc * alpha_for_cut) >> r.gd_shift
+                cut_rc = s.rc - dec if dec < s.rc else 0
+                rc = max(cut_rc, (s.rc * r.min_dec_fac + 0xFFFF) >> 16, r.min_rate)
+                self.cuts += 1
+                self.cut_cycles.append(self.cycle)
+            t_stage = b_stage = 0
+            mode = _FR
+            t_cnt = r.t_cycles
+            if byte_on and (clamp or not r.bc_reload_on_clamp_only):
+                bc = r.byte_reset
+            if r.cut_mode == _HOLD:
+                d_cnt = r.p_cycles
+            if r.cut_mode == _CHECK:
+                dec_flag = 0
+
+        # 6. the CNP's flags
+        if cnp and r.alpha_mode != _ON_CNP:
+            if first:
+                a_cnt, alpha_flag = r.k_cycles, 0
+            else:
+                alpha_flag = 1
+        if cnp and r.cut_mode == _CHECK:
+            dec_flag = 1
+            if first:
+                d_cnt = r.p_cycles + 1
+        active = 1 if cnp else s.active
+
+        self.state = RpState(rc=rc, rt=rt, alpha=alpha, t_stage=t_stage, b_stage=b_stage,
+                             mode=mode, t_cnt=t_cnt, a_cnt=a_cnt, d_cnt=d_cnt, bc=bc,
+                             active=active, alpha_flag=alpha_flag, dec_flag=dec_flag)
+        self.cycle += 1
+        return self.state
+
+    def idle(self, n: int) -> RpState:
+        """``n`` cycles without events, skipping the cycles in which no timer expires."""
+        while n > 0:
+            live = [c for c in (self.state.a_cnt, self.state.t_cnt, self.state.d_cnt) if c]
+            skip = min(min(live) - 1 if live else n, n)
+            if skip:
+                s = self.state
+                self.state = replace(s, **{k: (getattr(s, k) - skip if getattr(s, k) else 0)
+                                           for k in ("a_cnt", "t_cnt", "d_cnt")})
+                self.cycle += skip
+                n -= skip
+            if n:
+                self.step(None)
+                n -= 1
+        return self.state
