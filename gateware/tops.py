@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hw.nic.dcqcn_config import DcqcnRpConfig
+from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.switch.marker_config import MarkerConfig
 
 
@@ -30,6 +31,11 @@ def _dcqcn_rp(cfg):
     return DcqcnRp(cfg)
 
 
+def _ldcp_window(cfg):
+    from hw.nic.ldcp_window import LdcpWindow
+    return LdcpWindow(cfg)
+
+
 def _marker(cfg):
     from hw.switch.marker import EgressMarker
     return EgressMarker(cfg)
@@ -44,9 +50,20 @@ MARKER_8X8 = MarkerConfig.dcqcn(ports=8, priorities=8, k_min=5_000, k_max=200_00
                                 buf_max=1_000_000, shared_buffer=12_000_000,
                                 sample_at="dequeue")
 
+#: LDCP window engine, one flow (docs/ldcp-window.md): three parameter sets, 10 us base RTT.
+LDCP_WINDOW_G4 = LdcpWindowConfig(alpha=1.0, beta=1.0, gamma=1 / 4, m=4, cw_max=256.0)
+LDCP_WINDOW_G8 = LdcpWindowConfig(alpha=1.0, beta=0.5, gamma=1 / 8, m=8, cw_max=1024.0)
+LDCP_WINDOW_G16 = LdcpWindowConfig(alpha=0.25, beta=0.125, gamma=1 / 16, m=16, cw_max=4096.0)
+
 TOPS: dict[str, Top] = {t.name: t for t in [
     Top("marker_1x1", MARKER_1X1, _marker, "egress marker, 1 port x 1 priority, LDCP profile"),
     Top("marker_8x8", MARKER_8X8, _marker, "egress marker, 8 ports x 8 priorities, DCQCN profile"),
+    Top("ldcp_window_g4", LDCP_WINDOW_G4, _ldcp_window,
+        "LDCP window engine, alpha 1, beta 1, gamma 1/4, m 4"),
+    Top("ldcp_window_g8", LDCP_WINDOW_G8, _ldcp_window,
+        "LDCP window engine, alpha 1, beta 1/2, gamma 1/8, m 8"),
+    Top("ldcp_window_g16", LDCP_WINDOW_G16, _ldcp_window,
+        "LDCP window engine, alpha 1/4, beta 1/8, gamma 1/16, m 16"),
     # DCQCN reaction point, one flow, one top per named profile (docs/dcqcn.md).
     Top("dcqcn_rp_paper", DcqcnRpConfig.profile("paper"), _dcqcn_rp,
         "DCQCN reaction point, paper profile (40 Gb/s)"),

@@ -1,1 +1,4 @@
-"""Amaranth RTL of the congestion-control engines (source; `gateware/` holds what is built from it)."""
+"""Amaranth RTL of the congestion-control engines.
+
+This is the source; `gateware/` holds what is built from it (Verilog, lint, synthesis).
+"""

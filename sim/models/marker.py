@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from hw.layouts import (
     DropReason,
     Ecn,
+    LayoutCodec,
     MarkerCtrl,
     QueueOp,
     marker_decision_layout,
@@ -71,17 +72,29 @@ class Decision:
     qlen: int
 
 
+_codecs: dict = {}
+
+
+def _codec(kind: str, cfg: MarkerConfig) -> LayoutCodec:
+    key = (kind, cfg.port_width, cfg.prio_width, cfg.len_width, cfg.occ_width)
+    if key not in _codecs:
+        layout = (marker_descriptor_layout if kind == "desc" else marker_decision_layout)(cfg)
+        _codecs[key] = LayoutCodec(layout)
+    return _codecs[key]
+
+
 def pack_descriptor(cfg: MarkerConfig, d: Descriptor) -> int:
-    return marker_descriptor_layout(cfg).const({
-        "op": d.op, "port": d.port, "prio": d.prio, "length": d.length, "ecn": d.ecn,
-    }).as_bits()
+    """Pack through :func:`hw.layouts.marker_descriptor_layout`; raises if a field does not fit."""
+    return _codec("desc", cfg).pack({"op": d.op, "port": d.port, "prio": d.prio,
+                                     "length": d.length, "ecn": d.ecn})
 
 
 def unpack_decision(cfg: MarkerConfig, bits: int) -> Decision:
-    v = marker_decision_layout(cfg).from_bits(bits)
-    return Decision(op=QueueOp(v.op), port=v.port, prio=v.prio, length=v.length,
-                    drop=bool(v.drop), reason=DropReason(v.reason), ecn=Ecn(v.ecn),
-                    marked=bool(v.marked), qlen=v.qlen)
+    """Unpack through :func:`hw.layouts.marker_decision_layout`."""
+    v = _codec("decision", cfg).unpack(bits)
+    return Decision(op=v["op"], port=v["port"], prio=v["prio"], length=v["length"],
+                    drop=bool(v["drop"]), reason=v["reason"], ecn=v["ecn"],
+                    marked=bool(v["marked"]), qlen=v["qlen"])
 
 
 class MarkerModel:
@@ -174,7 +187,7 @@ class MarkerModel:
         w = (1 << self.cfg.occ_width) - 1
         match addr:
             case MarkerReg.CTRL:
-                ctrl = MarkerCtrl.from_bits(value & ((1 << MarkerCtrl.size) - 1))
+                ctrl = MarkerCtrl.from_bits(value & ((1 << MarkerCtrl.as_shape().size) - 1))
                 self.profile, self.compare, self.sample_at = (
                     ctrl.profile, ctrl.compare, ctrl.sample_at)
             case MarkerReg.K_MIN:
