@@ -25,6 +25,7 @@ Fixed-point formats (``docs/ldcp-window.md`` has the derivations):
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from dataclasses import dataclass
 
@@ -33,7 +34,8 @@ from ..params import ConfigError, bits_for, check_choice, check_int, check_real
 __all__ = [
     "LdcpWindowConfig", "LdcpWindowRegisters", "FRAC_BITS", "CW_WIDTH", "PARAM_WIDTH",
     "RTT_WIDTH", "MTU_WIDTH", "INFLIGHT_WIDTH", "UPDATE_LATENCY", "GAMMAS", "ONE",
-    "RECIP_INDEX_BITS", "RECIP_INTERP_BITS", "RECIP_BITS", "recip_table",
+    "RECIP_INDEX_BITS", "RECIP_INTERP_BITS", "RECIP_BITS", "recip_table", "LdcpWindowReg",
+    "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH",
 ]
 
 #: Fraction bits of the window and of the parameters.
@@ -64,6 +66,24 @@ GAMMAS = tuple(2.0 ** -k for k in range(1, 9))
 RECIP_INDEX_BITS = 8
 RECIP_INTERP_BITS = 10
 RECIP_BITS = 18
+
+CSR_ADDR_WIDTH = 3
+CSR_DATA_WIDTH = 32
+
+
+class LdcpWindowReg(enum.IntEnum):
+    """Register map of the single-flow wrapper (word addresses, 32-bit data).  A write takes
+    the raw hardware value (low bits of the word); it is accepted only while the engine is idle
+    (no update in flight or pending, no ACK offered), so every update sees one set of values.
+    Only the reset values are validated by :class:`LdcpWindowConfig`."""
+    ALPHA = 0   #: UQ1.16
+    BETA = 1    #: UQ1.16
+    GAMMA = 2   #: UQ1.16 (floor and sub-1 step)
+    CW_MAX = 3  #: UQ16.16
+    RTT = 4     #: cycles (24 bits)
+    MTU = 5     #: bytes (14 bits)
+    CW = 6      #: load the window (UQ16.16), clamped to [gamma, cw_max]; e.g. after fast start
+
 
 _CLK_MIN, _CLK_MAX = 1_000_000, 1_000_000_000
 _CW_MAX_LIMIT = 65535.0

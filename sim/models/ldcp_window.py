@@ -27,18 +27,22 @@ Unmarked part (``n = n_unmarked > 0``), regime decided by the window after the m
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 
 from hw.layouts import LdcpDecRule, LdcpIncRule, ldcp_ack_layout, ldcp_update_layout
 from hw.nic.ldcp_window_config import (
     FRAC_BITS,
+    MTU_WIDTH,
     ONE,
     RECIP_BITS,
     RECIP_INDEX_BITS,
     RECIP_INTERP_BITS,
+    RTT_WIDTH,
     UPDATE_LATENCY,
     LdcpWindowConfig,
+    LdcpWindowReg,
     LdcpWindowRegisters,
     recip_table,
 )
@@ -193,7 +197,10 @@ class LdcpWindowModel:
         upd = self.in_flight if self.busy_left == 1 else None
         return CycleOutputs(self.cw, upd, self.tick, self.credit, self.sub1, self.win_bytes)
 
-    def edge(self, ack: Ack | None = None, sent: bool = False) -> None:
+    def edge(self, ack: Ack | None = None, sent: bool = False,
+             write: tuple[int, int] | None = None) -> None:
+        """One clock edge.  ``write = (addr, data)``: a register write accepted at this edge
+        (the RTL accepts it only when :attr:`idle` and no ACK is offered)."""
         r = self.regs
         cw = self.cw
         # 1. timer and gate
@@ -210,6 +217,9 @@ class LdcpWindowModel:
         self.tick = fire
         self.sub1 = sub1
         self.win_bytes = self._win(cw)
+        if write is not None:
+            assert self.idle and ack is None, "the RTL accepts writes only while idle"
+            self._write(*write)
         # 2. commit
         done = self.in_flight if self.busy_left == 1 else None
         if done is not None:
@@ -236,6 +246,16 @@ class LdcpWindowModel:
             if self.busy_left == 0:
                 self.in_flight = None
         self.cycle += 1
+
+    def _write(self, addr: int, value: int) -> None:
+        field = {LdcpWindowReg.ALPHA: ("alpha", 17), LdcpWindowReg.BETA: ("beta", 17),
+                 LdcpWindowReg.GAMMA: ("gamma", 17), LdcpWindowReg.CW_MAX: ("cw_max", 32),
+                 LdcpWindowReg.RTT: ("rtt", RTT_WIDTH), LdcpWindowReg.MTU: ("mtu", MTU_WIDTH)}
+        if addr in field:
+            name, width = field[addr]
+            self.regs = dataclasses.replace(self.regs, **{name: value & ((1 << width) - 1)})
+        elif addr == LdcpWindowReg.CW:
+            self.cw = min(max(value, self.regs.gamma), self.regs.cw_max)
 
     @property
     def idle(self) -> bool:

@@ -1,0 +1,416 @@
+"""LDCP window engine: the PAWA update datapath, its single-flow wrapper, the sub-1 pacing timer
+and the send gate (draft-dai-tsvwg-pfc-free-congestion-control-00 §2.2).
+
+See ``docs/ldcp-window.md`` for the equations, the crossing rules, the fixed-point formats and
+the measured figures, and :mod:`sim.models.ldcp_window` for the bit-exact golden model.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..layouts import (
+    LdcpDecRule,
+    LdcpIncRule,
+    csr_write_layout,
+    ldcp_ack_layout,
+    ldcp_event_layout,
+    ldcp_params_layout,
+    ldcp_update_layout,
+)
+from .ldcp_window_config import (
+    CSR_ADDR_WIDTH,
+    CSR_DATA_WIDTH,
+    CW_WIDTH,
+    FRAC_BITS,
+    INFLIGHT_WIDTH,
+    MTU_WIDTH,
+    ONE,
+    PARAM_WIDTH,
+    RECIP_BITS,
+    RECIP_INDEX_BITS,
+    RECIP_INTERP_BITS,
+    RTT_WIDTH,
+    UPDATE_LATENCY,
+    LdcpWindowConfig,
+    LdcpWindowReg,
+    recip_table,
+)
+
+__all__ = ["LdcpWindowUpdate", "LdcpWindow"]
+
+#: One word of the reciprocal ROM: the table value and the chord slope to the next entry.
+RECIP_WORD = data.StructLayout({"t": RECIP_BITS + 1, "d": RECIP_INTERP_BITS})
+
+
+class LdcpWindowDatapath:
+    """The logic of :class:`LdcpWindowUpdate`, to be added to a storage wrapper's own module
+    with :meth:`build` (one flat Verilog module), on the signals given to the constructor:
+    ``i_valid``, ``i`` (:func:`ldcp_event_layout`), ``params`` (:func:`ldcp_params_layout`);
+    it drives ``o_valid`` and ``o`` (:func:`ldcp_update_layout`).  Intermediate values are
+    pipeline registers or unnamed expressions.
+    """
+
+    LATENCY = UPDATE_LATENCY
+
+    def __init__(self, config: LdcpWindowConfig, i_valid, i, params, o_valid=None, o=None):
+        # i may be any object with cw, n_marked, n_unmarked values (a view or expressions)
+        self.config = config
+        self.i_valid, self.i, self.params = i_valid, i, params
+        self.o_valid = Signal() if o_valid is None else o_valid
+        self.o = Signal(ldcp_update_layout(config)) if o is None else o
+
+    def build(self, m: Module) -> None:
+        cfg = self.config
+        NW = cfg.event_n_width
+        P = self.params
+        W = CW_WIDTH
+        prod_w = NW + PARAM_WIDTH            # n * alpha, n * beta, n * gamma
+
+        # ---- pipeline registers (sN_*: captured at the end of stage N - 1) -------------------
+        # the last valid register is the o_valid output itself
+        valid = [Signal(name=f"s{k}_valid") for k in range(1, self.LATENCY)] + [self.o_valid]
+
+        def stage(k, **shapes):
+            return {name: Signal(shape, name=f"s{k}_{name}") for name, shape in shapes.items()}
+
+        s1 = stage(1, cw=W, nm=NW, nu=NW)
+        s2 = stage(2, cw=W, nm=NW, nu=NW, nmb=prod_w, nua=prod_w, nug=prod_w)
+        s3 = stage(3, c=W, nm=NW, nu=NW, dec=LdcpDecRule, nua=prod_w, nug=prod_w)
+        s4 = stage(4, c=W, e=4, nm=NW, nu=NW, dec=LdcpDecRule, nua=prod_w, nug=prod_w)
+        s5 = stage(5, c=W, e=4, f=RECIP_INTERP_BITS, sub=W + 1, nm=NW, nu=NW, dec=LdcpDecRule,
+                   nua=prod_w)
+        s5["rom"] = Signal(RECIP_WORD, name="s5_rom")    # the ROM's registered read
+        s6 = stage(6, c=W, e=4, t=RECIP_BITS + 1, tf=RECIP_INTERP_BITS, sub=W + 1, nm=NW,
+                   nu=NW, dec=LdcpDecRule, nua=prod_w)
+        s7 = stage(7, c=W, e=4, r=RECIP_BITS + 1, sub=W + 1, nm=NW, nu=NW, dec=LdcpDecRule,
+                   nua=prod_w)
+        s8 = stage(8, c=W, e=4, prod=prod_w + RECIP_BITS + 1, sub=W + 1, nm=NW, nu=NW,
+                   dec=LdcpDecRule)
+        s9 = stage(9, c=W, inc=prod_w + 1, sub=W + 1, nm=NW, nu=NW, dec=LdcpDecRule)
+        assert len(valid) == 9, "stage list and UPDATE_LATENCY disagree"
+
+        m.d.sync += valid[0].eq(self.i_valid)
+        m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, self.LATENCY)]
+
+        def carry(dst, src, *names):
+            return [dst[n].eq(src[n]) for n in names]
+
+        # ---- stage 1: input --------------------------------------------------------------
+        m.d.sync += [s1["cw"].eq(self.i.cw), s1["nm"].eq(self.i.n_marked),
+                     s1["nu"].eq(self.i.n_unmarked)]
+
+        # ---- stage 1 -> 2: the event's products with the parameters --------------------------
+        m.d.sync += carry(s2, s1, "cw", "nm", "nu")
+        m.d.sync += [s2["nmb"].eq(s1["nm"] * P.beta), s2["nua"].eq(s1["nu"] * P.alpha),
+                     s2["nug"].eq(s1["nu"] * P.gamma)]
+
+        # ---- stage 2 -> 3: marked part ------------------------------------------------------
+        cw, nm = s2["cw"], s2["nm"]
+        above = cw[FRAC_BITS:] != 0
+        t = (cw - s2["nmb"]).as_signed()
+        shift = Mux(nm > FRAC_BITS, FRAC_BITS, nm)[:5]
+        h = (cw[:FRAC_BITS] >> shift)[:FRAC_BITS]
+        gamma = P.gamma
+        c3, dec3 = s3["c"], s3["dec"]
+        with m.If(nm == 0):
+            m.d.sync += [c3.eq(cw), dec3.eq(LdcpDecRule.NONE)]
+        with m.Elif(above):
+            with m.If(t >= ONE):
+                m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.LINEAR)]
+            with m.Elif(t >= gamma):
+                m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.CROSS)]
+            with m.Else():
+                m.d.sync += [c3.eq(gamma), dec3.eq(LdcpDecRule.CROSS_FLOOR)]
+        with m.Else():
+            with m.If(h > gamma):
+                m.d.sync += [c3.eq(h), dec3.eq(LdcpDecRule.HALVE)]
+            with m.Else():
+                m.d.sync += [c3.eq(gamma), dec3.eq(LdcpDecRule.HALVE_FLOOR)]
+        m.d.sync += carry(s3, s2, "nm", "nu", "nua", "nug")
+
+        # ---- stage 3 -> 4: exponent (leading one of the integer part) ------------------------
+        ipart = s3["c"][FRAC_BITS:]
+        for i in range(W - FRAC_BITS):
+            with m.If(ipart[i]):
+                m.d.sync += s4["e"].eq(i)    # the last (highest) set bit wins
+        with m.If(ipart == 0):
+            m.d.sync += s4["e"].eq(0)
+        m.d.sync += carry(s4, s3, "c", "nm", "nu", "dec", "nua", "nug")
+
+        # ---- stage 4 -> 5: normalise, ROM address; the sub-1 increase -----------------------
+        shamt = (15 - s4["e"])[:4]
+        norm = (s4["c"] << shamt)[:W]
+        idx_lo = W - 1 - RECIP_INDEX_BITS
+        # the ROM, as a registered case statement (Yosys infers a ROM / block RAM from it)
+        with m.Switch(norm[idx_lo:W - 1]):
+            for idx, (tv, dv) in enumerate(recip_table()):
+                with m.Case(idx):
+                    m.d.sync += s5["rom"].eq(RECIP_WORD.const({"t": tv, "d": dv}))
+        m.d.sync += s5["f"].eq(norm[idx_lo - RECIP_INTERP_BITS:idx_lo])
+        m.d.sync += s5["sub"].eq(s4["c"] + s4["nug"])
+        m.d.sync += carry(s5, s4, "c", "e", "nm", "nu", "dec", "nua")
+
+        # ---- stage 5 -> 6: ROM data; chord product ------------------------------------------
+        rom = s5["rom"]
+        m.d.sync += [s6["t"].eq(rom.t), s6["tf"].eq((rom.d * s5["f"]) >> RECIP_INTERP_BITS)]
+        m.d.sync += carry(s6, s5, "c", "e", "sub", "nm", "nu", "dec", "nua")
+
+        # ---- stage 6 -> 7: interpolated reciprocal --------------------------------------------
+        m.d.sync += s7["r"].eq(s6["t"] - s6["tf"])
+        m.d.sync += carry(s7, s6, "c", "e", "sub", "nm", "nu", "dec", "nua")
+
+        # ---- stage 7 -> 8: n * alpha * r ----------------------------------------------------
+        m.d.sync += s8["prod"].eq(s7["nua"] * s7["r"])
+        m.d.sync += carry(s8, s7, "c", "e", "sub", "nm", "nu", "dec")
+
+        # ---- stage 8 -> 9: scale by 2**-(18 + e) --------------------------------------------
+        m.d.sync += s9["inc"].eq(s8["prod"] >> (s8["e"] + RECIP_BITS))
+        m.d.sync += carry(s9, s8, "c", "sub", "nm", "nu", "dec")
+
+        # ---- output: the unmarked part's add, the cap and the rule codes ---------------------
+        c, cap = s9["c"], P.cw_max
+        s_rec = c + s9["inc"]
+        s_sub = s9["sub"]
+        new, inc = self.o.cw, self.o.inc
+        with m.If(s9["nu"] == 0):
+            m.d.comb += [new.eq(c), inc.eq(LdcpIncRule.NONE)]
+        with m.Elif(c[FRAC_BITS:] != 0):
+            with m.If(s_rec >= cap):
+                m.d.comb += [new.eq(cap), inc.eq(LdcpIncRule.RECIP_CAP)]
+            with m.Else():
+                m.d.comb += [new.eq(s_rec), inc.eq(LdcpIncRule.RECIP)]
+        with m.Elif(s_sub >= cap):
+            m.d.comb += [new.eq(cap), inc.eq(LdcpIncRule.CROSS_CAP)]
+        with m.Elif(s_sub >= ONE):
+            m.d.comb += [new.eq(s_sub), inc.eq(LdcpIncRule.CROSS)]
+        with m.Else():
+            m.d.comb += [new.eq(s_sub), inc.eq(LdcpIncRule.GAMMA)]
+
+        m.d.comb += [
+            self.o.n_marked.eq(s9["nm"]),
+            self.o.n_unmarked.eq(s9["nu"]),
+            self.o.dec.eq(s9["dec"]),
+        ]
+
+
+class LdcpWindowUpdate(wiring.Component):
+    """The PAWA update datapath: (window, event, parameters) -> new window.  Holds no flow
+    state; a wrapper keeps the window (registers here, block RAM for many flows later).
+
+    Parameters
+    ----------
+    config : LdcpWindowConfig
+        Widths (``event_n_width``); the run-time parameters come in on ``params``.
+
+    Ports
+    -----
+    i_valid : In(1), i : In(ldcp_event_layout)
+        An update: the flow's window ``cw`` (UQ16.16) and the event, ``n_marked`` packets
+        confirmed with ECE followed by ``n_unmarked`` without (a single ACK has one of them 0).
+    params : In(ldcp_params_layout)
+        ``alpha``, ``beta``, ``gamma`` (UQ1.16), ``cw_max`` (UQ16.16); held stable while
+        updates are in flight.
+    o_valid : Out(1), o : Out(ldcp_update_layout)
+        The new window, the event and the rules applied (``LdcpDecRule``, ``LdcpIncRule``);
+        combinational from the last pipeline register.
+
+    Latency and throughput
+    ----------------------
+    Fully pipelined, no stalls: one update per clock.  ``o`` shows the result of an update
+    ``LATENCY - 1`` edges after the edge that took it, so a wrapper that registers it has the
+    new window ``LATENCY`` edges after issuing.  Stages: 1 input; 2 ``n * beta``, ``n * alpha``,
+    ``n * gamma``; 3 marked part; 4 leading one of the integer part; 5 normalise + ROM address;
+    6 ROM data, chord product; 7 interpolated reciprocal; 8 ``n * alpha * r``; 9 shift by the
+    exponent; then the add, the cap and the rule codes.
+    """
+
+    LATENCY = UPDATE_LATENCY
+
+    def __init__(self, config: LdcpWindowConfig):
+        if not isinstance(config, LdcpWindowConfig):
+            raise TypeError(f"LdcpWindowUpdate needs a LdcpWindowConfig, not {config!r}")
+        self.config = config
+        super().__init__({
+            "i_valid": In(1),
+            "i": In(ldcp_event_layout(config)),
+            "params": In(ldcp_params_layout()),
+            "o_valid": Out(1),
+            "o": Out(ldcp_update_layout(config)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        LdcpWindowDatapath(self.config, self.i_valid, self.i, self.params,
+                           self.o_valid, self.o).build(m)
+        return m
+
+
+class LdcpWindow(wiring.Component):
+    """One LDCP flow: the window in a register around :class:`LdcpWindowUpdate`, coalescing
+    of back-to-back ACKs, the sub-1 pacing timer and the send gate.
+
+    Parameters
+    ----------
+    config : LdcpWindowConfig
+        Widths and the reset values of the parameter registers and of the window.
+
+    Ports
+    -----
+    ack : In(stream(ldcp_ack_layout))
+        ACKs of the flow: ECN-Echo and the packets confirmed ``n`` (saturated at ``m``;
+        ``n = 0`` is ignored).  ``ready`` is always 1: one ACK per clock, sustained.
+    inflight : In(32)
+        Bytes in flight (from the transport).
+    sent : In(1)
+        A packet was sent this cycle (uses up the timer's release in the sub-1 regime).
+    cw : Out(32)
+        The committed window, UQ16.16 packets.
+    may_send : Out(1)
+        Send gate: ``inflight < cw * mtu`` when ``cw >= 1``, else a pending timer release.
+        Computed from the window of the previous cycle (registered), and ``inflight`` now.
+    tick : Out(1)
+        The sub-1 timer fired at the last edge (one pulse per period ``RTT / cw``).
+    credit : Out(1)
+        A timer release not yet used by ``sent``.
+    upd_valid : Out(1), upd : Out(ldcp_update_layout)
+        The update the window takes at the coming edge (event applied, rules taken).
+    busy : Out(1)
+        An update is in flight or pending.
+    csr_w : In(stream(csr_write_layout))
+        Register writes (:class:`LdcpWindowReg`): the parameters, the RTT, the MTU, and a
+        window load.  Accepted (``ready``) only while idle: not ``busy`` and no ACK offered.
+
+    Back-to-back ACKs
+    -----------------
+    The datapath's loop (window -> reciprocal -> new window) takes ``UPDATE_LATENCY`` cycles,
+    so the flow has at most one update in flight.  ACKs that arrive meanwhile are coalesced
+    into the next update the way the draft's delayed-ACK receiver coalesces packets: unmarked
+    ACKs add up in ``n_unmarked``; a marked ACK absorbs the pending unmarked packets (an ECE
+    ACK confirming them all, eq. 2) and adds to ``n_marked``.  The next update is issued at the
+    edge where the previous one commits, with the new window forwarded.  An ACK arriving with
+    nothing in flight is issued at once.
+
+    Latency
+    -------
+    ``cw`` shows the effect of an ACK ``UPDATE_LATENCY`` edges after the edge that accepts it
+    (when nothing is in flight; else up to ``2 * UPDATE_LATENCY - 1``).
+    """
+
+    LATENCY = UPDATE_LATENCY
+
+    def __init__(self, config: LdcpWindowConfig):
+        if not isinstance(config, LdcpWindowConfig):
+            raise TypeError(f"LdcpWindow needs a LdcpWindowConfig, not {config!r}")
+        self.config = config
+        super().__init__({
+            "ack": In(stream.Signature(ldcp_ack_layout(config))),
+            "inflight": In(INFLIGHT_WIDTH),
+            "sent": In(1),
+            "cw": Out(CW_WIDTH, init=config.registers().cw_init),
+            "may_send": Out(1),
+            "tick": Out(1),
+            "credit": Out(1),
+            "upd_valid": Out(1),
+            "upd": Out(ldcp_update_layout(config)),
+            "busy": Out(1),
+            "csr_w": In(stream.Signature(csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        reset = cfg.registers()
+        NW = cfg.event_n_width
+
+        # ---- run-time registers (reset values from the configuration) ----------------------
+        params = Signal(ldcp_params_layout(), init={
+            "alpha": reset.alpha, "beta": reset.beta, "gamma": reset.gamma,
+            "cw_max": reset.cw_max})
+        rtt = Signal(RTT_WIDTH, init=reset.rtt)
+        mtu = Signal(MTU_WIDTH, init=reset.mtu)
+
+        # ---- state (the window, the timer's release and pulse are the output registers) --------
+        cw = self.cw
+        credit = self.credit
+        tick = self.tick
+        pend_m = Signal(NW)
+        pend_u = Signal(NW)
+        busy_left = Signal(range(self.LATENCY + 1))
+        phase = Signal(cfg.phase_width)
+        sub1_q = Signal(init=int(reset.cw_init < ONE))
+        win_bytes = Signal(CW_WIDTH + MTU_WIDTH - FRAC_BITS + 1,
+                           init=(reset.cw_init * reset.mtu + ONE - 1) >> FRAC_BITS)
+
+        dp = LdcpWindowDatapath(cfg, None, None, params, self.upd_valid, self.upd)
+
+        # ---- handshake conditions -----------------------------------------------------------
+        m.d.comb += self.ack.ready.eq(1)
+        take = self.ack.valid
+        n_ack = Mux(self.ack.payload.n > cfg.m, cfg.m, self.ack.payload.n)[:cfg.n_width]
+        counted = take & (n_ack != 0)
+        marked = counted & self.ack.payload.ece
+        ev_m = Mux(marked, pend_m + pend_u + n_ack, pend_m)[:NW]
+        ev_u = Mux(marked, 0, Mux(counted, pend_u + n_ack, pend_u))[:NW]
+        busy = (busy_left != 0) | (pend_m != 0) | (pend_u != 0)
+        m.d.comb += self.csr_w.ready.eq(~busy & ~self.ack.valid)
+        csr_accept = self.csr_w.valid & self.csr_w.ready
+        free = busy_left <= 1                 # nothing in flight, or it commits at this edge
+        issue = free & ((ev_m != 0) | (ev_u != 0))
+
+        # ---- issue, coalesce, commit --------------------------------------------------------
+        dp.i_valid = issue
+        dp.i = SimpleNamespace(cw=Mux(dp.o_valid, dp.o.cw, cw), n_marked=ev_m, n_unmarked=ev_u)
+        dp.build(m)
+        with m.If(dp.o_valid):
+            m.d.sync += cw.eq(dp.o.cw)
+
+        # ---- register writes (only while idle, so never together with a commit) -------------
+        wdata = self.csr_w.payload.data
+        waddr = self.csr_w.payload.addr
+        writable = {LdcpWindowReg.ALPHA: params.alpha, LdcpWindowReg.BETA: params.beta,
+                    LdcpWindowReg.GAMMA: params.gamma, LdcpWindowReg.CW_MAX: params.cw_max,
+                    LdcpWindowReg.RTT: rtt, LdcpWindowReg.MTU: mtu}
+        for reg, target in writable.items():
+            with m.If(csr_accept & (waddr == reg)):
+                m.d.sync += target.eq(wdata[:len(target)])
+        with m.If(csr_accept & (waddr == LdcpWindowReg.CW)):
+            m.d.sync += cw.eq(Mux(wdata < params.gamma, params.gamma,
+                                  Mux(wdata > params.cw_max, params.cw_max, wdata)))
+        with m.If(issue):
+            m.d.sync += [pend_m.eq(0), pend_u.eq(0), busy_left.eq(self.LATENCY)]
+        with m.Else():
+            m.d.sync += [pend_m.eq(ev_m), pend_u.eq(ev_u)]
+            with m.If(busy_left != 0):
+                m.d.sync += busy_left.eq(busy_left - 1)
+
+        # ---- sub-1 pacing timer: phase accumulator, period RTT / cw ------------------------
+        sub1 = cw[FRAC_BITS:] == 0
+        period = rtt << FRAC_BITS
+        acc = phase + cw[:FRAC_BITS]
+        fire = sub1 & (acc >= period)
+        with m.If(~sub1):
+            m.d.sync += phase.eq(0)
+        with m.Elif(fire):
+            m.d.sync += phase.eq((acc - period)[:cfg.phase_width])
+        with m.Else():
+            m.d.sync += phase.eq(acc[:cfg.phase_width])
+        m.d.sync += [
+            credit.eq(sub1 & (fire | (credit & ~self.sent))),
+            tick.eq(fire),
+        ]
+
+        # ---- send gate (registered window in bytes, rounded up: exact comparison) -----------
+        m.d.sync += [
+            sub1_q.eq(sub1),
+            win_bytes.eq((cw * mtu + (ONE - 1)) >> FRAC_BITS),
+        ]
+        m.d.comb += self.may_send.eq(Mux(sub1_q, credit, self.inflight < win_bytes))
+
+        # ---- outputs ----------------------------------------------------------------------
+        m.d.comb += self.busy.eq(busy)
+        return m
