@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -78,21 +78,26 @@ class LdcpWindowDatapath:
         def stage(k, **shapes):
             return {name: Signal(shape, name=f"s{k}_{name}") for name, shape in shapes.items()}
 
-        s1 = stage(1, cw=W, nm=NW, nu=NW)
-        s2 = stage(2, cw=W, nm=NW, nu=NW, nmb=prod_w, nua=prod_w, nug=prod_w)
-        s3 = stage(3, c=W, nm=NW, nu=NW, dec=LdcpDecRule, nua=prod_w, nug=prod_w)
-        s4 = stage(4, c=W, e=4, nm=NW, nu=NW, dec=LdcpDecRule, nua=prod_w, nug=prod_w)
-        s5 = stage(5, c=W, e=4, f=RECIP_INTERP_BITS, sub=W + 1, nm=NW, nu=NW, dec=LdcpDecRule,
-                   nua=prod_w)
-        s5["rom"] = Signal(RECIP_WORD, name="s5_rom")    # the ROM's registered read
-        s6 = stage(6, c=W, e=4, t=RECIP_BITS + 1, tf=RECIP_INTERP_BITS, sub=W + 1, nm=NW,
-                   nu=NW, dec=LdcpDecRule, nua=prod_w)
-        s7 = stage(7, c=W, e=4, r=RECIP_BITS + 1, sub=W + 1, nm=NW, nu=NW, dec=LdcpDecRule,
-                   nua=prod_w)
-        s8 = stage(8, c=W, e=4, prod=prod_w + RECIP_BITS + 1, sub=W + 1, nm=NW, nu=NW,
-                   dec=LdcpDecRule)
-        s9 = stage(9, c=W, inc=prod_w + 1, sub=W + 1, nm=NW, nu=NW, dec=LdcpDecRule)
-        assert len(valid) == 9, "stage list and UPDATE_LATENCY disagree"
+        ev = dict(nm=NW, nu=NW)
+        s1 = stage(1, cw=W, **ev)
+        s2 = stage(2, cw=W, cwg=signed(W + 2), nmb=prod_w, nua=prod_w, nug=prod_w, **ev)
+        s3 = stage(3, c=W, dec=LdcpDecRule, nua=prod_w, nug=prod_w, **ev)
+        s4 = stage(4, c=W, e=4, dec=LdcpDecRule, nua=prod_w, nug=prod_w, **ev)
+        s5 = stage(5, c=W, e=4, idx=RECIP_INDEX_BITS, f=RECIP_INTERP_BITS, sub=W + 1,
+                   dec=LdcpDecRule, nua=prod_w, **ev)
+        s6 = stage(6, c=W, e=4, rom=RECIP_WORD, f=RECIP_INTERP_BITS, sub=W + 1,
+                   dec=LdcpDecRule, nua=prod_w, **ev)
+        s7 = stage(7, c=W, e=4, t=RECIP_BITS + 1, tf=RECIP_INTERP_BITS, sub=W + 1,
+                   dec=LdcpDecRule, nua=prod_w, **ev)
+        s8 = stage(8, c=W, e=4, r=RECIP_BITS + 1, sub=W + 1, dec=LdcpDecRule, nua=prod_w, **ev)
+        s9 = stage(9, c=W, e=4, pp_lo=2 * RECIP_BITS, pp_hi=prod_w - RECIP_BITS + RECIP_BITS,
+                   r_top=1, sub=W + 1, dec=LdcpDecRule, nua=prod_w, **ev)
+        s10 = stage(10, c=W, e=4, prod=prod_w + RECIP_BITS + 1, sub=W + 1, dec=LdcpDecRule, **ev)
+        s11 = stage(11, c=W, room=signed(W + 2), inc=prod_w + 1, sub=W + 1, dec=LdcpDecRule,
+                    **ev)
+        s12 = stage(12, c=W, above=1, rec=W, rec_cap=1, sub=W, sub_cap=1, sub_one=1,
+                    dec=LdcpDecRule, **ev)
+        assert len(valid) == 12, "stage list and UPDATE_LATENCY disagree"
 
         m.d.sync += valid[0].eq(self.i_valid)
         m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, self.LATENCY)]
@@ -104,14 +109,13 @@ class LdcpWindowDatapath:
         m.d.sync += [s1["cw"].eq(self.i.cw), s1["nm"].eq(self.i.n_marked),
                      s1["nu"].eq(self.i.n_unmarked)]
 
-        # ---- stage 1 -> 2: the event's products with the parameters --------------------------
+        # ---- 1 -> 2: the event's products with the parameters (one 18x18 DSP each) ----------
         m.d.sync += carry(s2, s1, "cw", "nm", "nu")
         m.d.sync += [s2["nmb"].eq(s1["nm"] * P.beta), s2["nua"].eq(s1["nu"] * P.alpha),
-                     s2["nug"].eq(s1["nu"] * P.gamma)]
+                     s2["nug"].eq(s1["nu"] * P.gamma), s2["cwg"].eq(s1["cw"] - P.gamma)]
 
-        # ---- stage 2 -> 3: marked part ------------------------------------------------------
+        # ---- 2 -> 3: marked part ----------------------------------------------------------
         cw, nm = s2["cw"], s2["nm"]
-        above = cw[FRAC_BITS:] != 0
         t = (cw - s2["nmb"]).as_signed()
         shift = Mux(nm > FRAC_BITS, FRAC_BITS, nm)[:5]
         h = (cw[:FRAC_BITS] >> shift)[:FRAC_BITS]
@@ -119,10 +123,10 @@ class LdcpWindowDatapath:
         c3, dec3 = s3["c"], s3["dec"]
         with m.If(nm == 0):
             m.d.sync += [c3.eq(cw), dec3.eq(LdcpDecRule.NONE)]
-        with m.Elif(above):
-            with m.If(t >= ONE):
+        with m.Elif(cw[FRAC_BITS:] != 0):
+            with m.If(~t[-1] & (t[FRAC_BITS:W] != 0)):             # t >= ONE
                 m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.LINEAR)]
-            with m.Elif(t >= gamma):
+            with m.Elif(s2["cwg"] >= s2["nmb"]):                    # t >= gamma
                 m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.CROSS)]
             with m.Else():
                 m.d.sync += [c3.eq(gamma), dec3.eq(LdcpDecRule.CROSS_FLOOR)]
@@ -133,7 +137,7 @@ class LdcpWindowDatapath:
                 m.d.sync += [c3.eq(gamma), dec3.eq(LdcpDecRule.HALVE_FLOOR)]
         m.d.sync += carry(s3, s2, "nm", "nu", "nua", "nug")
 
-        # ---- stage 3 -> 4: exponent (leading one of the integer part) ------------------------
+        # ---- 3 -> 4: exponent (leading one of the integer part) ------------------------------
         ipart = s3["c"][FRAC_BITS:]
         for i in range(W - FRAC_BITS):
             with m.If(ipart[i]):
@@ -142,59 +146,84 @@ class LdcpWindowDatapath:
             m.d.sync += s4["e"].eq(0)
         m.d.sync += carry(s4, s3, "c", "nm", "nu", "dec", "nua", "nug")
 
-        # ---- stage 4 -> 5: normalise, ROM address; the sub-1 increase -----------------------
-        shamt = (15 - s4["e"])[:4]
-        norm = (s4["c"] << shamt)[:W]
+        # ---- 4 -> 5: normalise (leading one to bit 31); the sub-1 increase -------------------
+        norm = (s4["c"] << (15 - s4["e"])[:4])[:W]
         idx_lo = W - 1 - RECIP_INDEX_BITS
-        # the ROM, as a registered case statement (Yosys infers a ROM / block RAM from it)
-        with m.Switch(norm[idx_lo:W - 1]):
-            for idx, (tv, dv) in enumerate(recip_table()):
-                with m.Case(idx):
-                    m.d.sync += s5["rom"].eq(RECIP_WORD.const({"t": tv, "d": dv}))
-        m.d.sync += s5["f"].eq(norm[idx_lo - RECIP_INTERP_BITS:idx_lo])
-        m.d.sync += s5["sub"].eq(s4["c"] + s4["nug"])
+        m.d.sync += [s5["idx"].eq(norm[idx_lo:W - 1]),
+                     s5["f"].eq(norm[idx_lo - RECIP_INTERP_BITS:idx_lo]),
+                     s5["sub"].eq(s4["c"] + s4["nug"])]
         m.d.sync += carry(s5, s4, "c", "e", "nm", "nu", "dec", "nua")
 
-        # ---- stage 5 -> 6: ROM data; chord product ------------------------------------------
-        rom = s5["rom"]
-        m.d.sync += [s6["t"].eq(rom.t), s6["tf"].eq((rom.d * s5["f"]) >> RECIP_INTERP_BITS)]
-        m.d.sync += carry(s6, s5, "c", "e", "sub", "nm", "nu", "dec", "nua")
+        # ---- 5 -> 6: the reciprocal ROM, in logic (a balanced mux tree of constants) ---------
+        words = [RECIP_WORD.const({"t": tv, "d": dv}).as_value() for tv, dv in recip_table()]
 
-        # ---- stage 6 -> 7: interpolated reciprocal --------------------------------------------
-        m.d.sync += s7["r"].eq(s6["t"] - s6["tf"])
+        def tree(bit, lo, hi):
+            if hi - lo == 1:
+                return words[lo]
+            mid = (lo + hi) // 2
+            return Mux(s5["idx"][bit], tree(bit - 1, mid, hi), tree(bit - 1, lo, mid))
+
+        m.d.sync += s6["rom"].eq(tree(RECIP_INDEX_BITS - 1, 0, len(words)))
+        m.d.sync += carry(s6, s5, "c", "e", "f", "sub", "nm", "nu", "dec", "nua")
+
+        # ---- 6 -> 7: chord product ----------------------------------------------------------
+        rom = s6["rom"]
+        m.d.sync += [s7["t"].eq(rom.t), s7["tf"].eq((rom.d * s6["f"]) >> RECIP_INTERP_BITS)]
         m.d.sync += carry(s7, s6, "c", "e", "sub", "nm", "nu", "dec", "nua")
 
-        # ---- stage 7 -> 8: n * alpha * r ----------------------------------------------------
-        m.d.sync += s8["prod"].eq(s7["nua"] * s7["r"])
-        m.d.sync += carry(s8, s7, "c", "e", "sub", "nm", "nu", "dec")
+        # ---- 7 -> 8: interpolated reciprocal --------------------------------------------------
+        m.d.sync += s8["r"].eq(s7["t"] - s7["tf"])
+        m.d.sync += carry(s8, s7, "c", "e", "sub", "nm", "nu", "dec", "nua")
 
-        # ---- stage 8 -> 9: scale by 2**-(18 + e) --------------------------------------------
-        m.d.sync += s9["inc"].eq(s8["prod"] >> (s8["e"] + RECIP_BITS))
-        m.d.sync += carry(s9, s8, "c", "sub", "nm", "nu", "dec")
+        # ---- 8 -> 9: n * alpha * r as 18 x 18 partial products (r = 2**18 only at x = 1) ---
+        r_lo = s8["r"][:RECIP_BITS]
+        m.d.sync += [s9["pp_lo"].eq(s8["nua"][:RECIP_BITS] * r_lo),
+                     s9["pp_hi"].eq(s8["nua"][RECIP_BITS:] * r_lo),
+                     s9["r_top"].eq(s8["r"][RECIP_BITS])]
+        m.d.sync += carry(s9, s8, "c", "e", "sub", "nm", "nu", "dec", "nua")
 
-        # ---- output: the unmarked part's add, the cap and the rule codes ---------------------
-        c, cap = s9["c"], P.cw_max
-        s_rec = c + s9["inc"]
-        s_sub = s9["sub"]
+        # ---- 9 -> 10: sum of the partial products ---------------------------------------------
+        top = Mux(s9["r_top"], s9["nua"], 0)
+        m.d.sync += s10["prod"].eq(s9["pp_lo"] + ((s9["pp_hi"] + top) << RECIP_BITS))
+        m.d.sync += carry(s10, s9, "c", "e", "sub", "nm", "nu", "dec")
+
+        # ---- 10 -> 11: scale by 2**-(18 + e); the room below the cap --------------------------
+        m.d.sync += [s11["inc"].eq(s10["prod"] >> (s10["e"] + RECIP_BITS)),
+                     s11["room"].eq(P.cw_max - s10["c"])]
+        m.d.sync += carry(s11, s10, "c", "sub", "nm", "nu", "dec")
+
+        # ---- 11 -> 12: the window-regime sum and the comparisons, in parallel -----------------
+        cap = P.cw_max
+        m.d.sync += [
+            s12["rec"].eq(s11["c"] + s11["inc"]),
+            s12["rec_cap"].eq(s11["inc"] >= s11["room"]),          # c + inc >= cap
+            s12["sub_cap"].eq(s11["sub"] >= cap),
+            s12["sub_one"].eq(s11["sub"][FRAC_BITS:] != 0),
+            s12["above"].eq(s11["c"][FRAC_BITS:] != 0),
+        ]
+        m.d.sync += carry(s12, s11, "c", "sub", "nm", "nu", "dec")
+
+        # ---- output: select (all conditions registered), the cap and the rule codes ----------
+        c = s12["c"]
         new, inc = self.o.cw, self.o.inc
-        with m.If(s9["nu"] == 0):
+        with m.If(s12["nu"] == 0):
             m.d.comb += [new.eq(c), inc.eq(LdcpIncRule.NONE)]
-        with m.Elif(c[FRAC_BITS:] != 0):
-            with m.If(s_rec >= cap):
+        with m.Elif(s12["above"]):
+            with m.If(s12["rec_cap"]):
                 m.d.comb += [new.eq(cap), inc.eq(LdcpIncRule.RECIP_CAP)]
             with m.Else():
-                m.d.comb += [new.eq(s_rec), inc.eq(LdcpIncRule.RECIP)]
-        with m.Elif(s_sub >= cap):
+                m.d.comb += [new.eq(s12["rec"]), inc.eq(LdcpIncRule.RECIP)]
+        with m.Elif(s12["sub_cap"]):
             m.d.comb += [new.eq(cap), inc.eq(LdcpIncRule.CROSS_CAP)]
-        with m.Elif(s_sub >= ONE):
-            m.d.comb += [new.eq(s_sub), inc.eq(LdcpIncRule.CROSS)]
+        with m.Elif(s12["sub_one"]):
+            m.d.comb += [new.eq(s12["sub"]), inc.eq(LdcpIncRule.CROSS)]
         with m.Else():
-            m.d.comb += [new.eq(s_sub), inc.eq(LdcpIncRule.GAMMA)]
+            m.d.comb += [new.eq(s12["sub"]), inc.eq(LdcpIncRule.GAMMA)]
 
         m.d.comb += [
-            self.o.n_marked.eq(s9["nm"]),
-            self.o.n_unmarked.eq(s9["nu"]),
-            self.o.dec.eq(s9["dec"]),
+            self.o.n_marked.eq(s12["nm"]),
+            self.o.n_unmarked.eq(s12["nu"]),
+            self.o.dec.eq(s12["dec"]),
         ]
 
 
@@ -223,10 +252,13 @@ class LdcpWindowUpdate(wiring.Component):
     ----------------------
     Fully pipelined, no stalls: one update per clock.  ``o`` shows the result of an update
     ``LATENCY - 1`` edges after the edge that took it, so a wrapper that registers it has the
-    new window ``LATENCY`` edges after issuing.  Stages: 1 input; 2 ``n * beta``, ``n * alpha``,
-    ``n * gamma``; 3 marked part; 4 leading one of the integer part; 5 normalise + ROM address;
-    6 ROM data, chord product; 7 interpolated reciprocal; 8 ``n * alpha * r``; 9 shift by the
-    exponent; then the add, the cap and the rule codes.
+    new window ``LATENCY`` edges after issuing.  Stages (each ends in a register): 1 input;
+    2 ``n * beta``, ``n * alpha``, ``n * gamma``, ``cw - gamma``; 3 marked part; 4 leading one
+    of the integer part; 5 normalise; 6 reciprocal ROM (logic); 7 chord product; 8 interpolated
+    reciprocal ``r``; 9 ``n * alpha * r`` as two 18x18 products; 10 their sum; 11 shift by the
+    exponent, ``cw_max - cw``; 12 ``cw + increase`` and every comparison; then a multiplexer
+    (combinational, selects registered) gives the new window and the rule codes.  Every
+    multiplication is at most 18x18 (one ECP5 DSP) with registers on both sides.
     """
 
     LATENCY = UPDATE_LATENCY
@@ -271,10 +303,11 @@ class LdcpWindow(wiring.Component):
     cw : Out(32)
         The committed window, UQ16.16 packets.
     may_send : Out(1)
-        Send gate: ``inflight < cw * mtu`` when ``cw >= 1``, else a pending timer release.
-        Computed from the window of the previous cycle (registered), and ``inflight`` now.
+        Send gate: ``inflight < cw * mtu`` when ``cw >= 1``, else a pending timer release;
+        from the window of two cycles earlier (pipelined) and ``inflight`` now.
     tick : Out(1)
-        The sub-1 timer fired at the last edge (one pulse per period ``RTT / cw``).
+        The sub-1 timer fired at the last edge (one pulse per period ``RTT / cw``); the timer
+        runs on the window of the previous cycle.
     credit : Out(1)
         A timer release not yet used by ``sent``.
     upd_valid : Out(1), upd : Out(ldcp_update_layout)
@@ -341,10 +374,15 @@ class LdcpWindow(wiring.Component):
         pend_m = Signal(NW)
         pend_u = Signal(NW)
         busy_left = Signal(range(self.LATENCY + 1))
+        init = cfg.timer_gate_init()
         phase = Signal(cfg.phase_width)
-        sub1_q = Signal(init=int(reset.cw_init < ONE))
-        win_bytes = Signal(CW_WIDTH + MTU_WIDTH - FRAC_BITS + 1,
-                           init=(reset.cw_init * reset.mtu + ONE - 1) >> FRAC_BITS)
+        cw_d = Signal(FRAC_BITS, init=init["cw_d"])          # timer: the window one cycle ago
+        sub1_d = Signal(init=init["sub1_d"])
+        thr = Signal(cfg.phase_width, init=init["thr"])     # rtt * 2**16 - cw_d (modular)
+        gate_lo = Signal(18 + MTU_WIDTH, init=init["gate_lo"])   # cw[:18] * mtu
+        gate_hi = Signal(CW_WIDTH - 18 + MTU_WIDTH, init=init["gate_hi"])  # cw[18:] * mtu
+        gate_sub1 = Signal(init=init["gate_sub1"])
+        win_bytes = Signal(CW_WIDTH + MTU_WIDTH - FRAC_BITS + 1, init=init["win_bytes"])
 
         dp = LdcpWindowDatapath(cfg, None, None, params, self.upd_valid, self.upd)
 
@@ -389,27 +427,35 @@ class LdcpWindow(wiring.Component):
                 m.d.sync += busy_left.eq(busy_left - 1)
 
         # ---- sub-1 pacing timer: phase accumulator, period RTT / cw ------------------------
-        sub1 = cw[FRAC_BITS:] == 0
-        period = rtt << FRAC_BITS
-        acc = phase + cw[:FRAC_BITS]
-        fire = sub1 & (acc >= period)
-        with m.If(~sub1):
+        # One cycle behind the window, so that no carry chain follows another: the registers
+        # hold cw_d (the window's fraction), sub1_d and thr = rtt * 2**16 - cw_d; then
+        # "phase + cw_d >= rtt * 2**16" is "phase >= thr", and both next phases come from
+        # parallel adders.
+        m.d.sync += [
+            cw_d.eq(cw[:FRAC_BITS]),
+            sub1_d.eq(cw[FRAC_BITS:] == 0),
+            thr.eq(((rtt << FRAC_BITS) - cw[:FRAC_BITS])[:cfg.phase_width]),
+        ]
+        fire = sub1_d & (phase >= thr)
+        with m.If(~sub1_d):
             m.d.sync += phase.eq(0)
         with m.Elif(fire):
-            m.d.sync += phase.eq((acc - period)[:cfg.phase_width])
+            m.d.sync += phase.eq((phase - thr)[:cfg.phase_width])
         with m.Else():
-            m.d.sync += phase.eq(acc[:cfg.phase_width])
+            m.d.sync += phase.eq((phase + cw_d)[:cfg.phase_width])
         m.d.sync += [
-            credit.eq(sub1 & (fire | (credit & ~self.sent))),
+            credit.eq(sub1_d & (fire | (credit & ~self.sent))),
             tick.eq(fire),
         ]
 
-        # ---- send gate (registered window in bytes, rounded up: exact comparison) -----------
+        # ---- send gate: ceil(cw * mtu / 2**16) bytes, two 18x18 products then their sum ------
         m.d.sync += [
-            sub1_q.eq(sub1),
-            win_bytes.eq((cw * mtu + (ONE - 1)) >> FRAC_BITS),
+            gate_lo.eq(cw[:18] * mtu),
+            gate_hi.eq(cw[18:] * mtu),
+            win_bytes.eq((gate_lo + (gate_hi << 18) + (ONE - 1)) >> FRAC_BITS),
+            gate_sub1.eq(sub1_d),
         ]
-        m.d.comb += self.may_send.eq(Mux(sub1_q, credit, self.inflight < win_bytes))
+        m.d.comb += self.may_send.eq(Mux(gate_sub1, credit, self.inflight < win_bytes))
 
         # ---- outputs ----------------------------------------------------------------------
         m.d.comb += self.busy.eq(busy)

@@ -54,7 +54,7 @@ MTU_WIDTH = 14
 INFLIGHT_WIDTH = 32
 #: Cycles from the edge that issues an update into the datapath to the edge that commits its
 #: result (the datapath's pipeline depth).  The RTL checks its own stage count against it.
-UPDATE_LATENCY = 9
+UPDATE_LATENCY = 12
 
 #: Allowed values of gamma (both the sub-1 increase step and the window floor): powers of two
 #: from 1/2 to 1/256.  The draft names 1/4, 1/8, 1/16 as typical.
@@ -197,8 +197,23 @@ class LdcpWindowConfig:
 
     @property
     def phase_width(self) -> int:
-        """Width of the sub-1 phase accumulator (holds ``rtt * 2**16 + 2**16``)."""
+        """Width of the sub-1 phase accumulator and its threshold (holds ``rtt * 2**16``)."""
         return RTT_WIDTH + FRAC_BITS + 1
+
+    def timer_gate_init(self) -> dict[str, int]:
+        """Reset values of the timer's and the gate's pipeline registers (from ``cw_init``)."""
+        r = self.registers()
+        frac = r.cw_init & (ONE - 1)
+        prod = r.cw_init * r.mtu
+        return {
+            "cw_d": frac,
+            "sub1_d": int(r.cw_init < ONE),
+            "thr": ((r.rtt << FRAC_BITS) - frac) & ((1 << self.phase_width) - 1),
+            "gate_lo": (r.cw_init & ((1 << 18) - 1)) * r.mtu,
+            "gate_hi": (r.cw_init >> 18) * r.mtu,
+            "gate_sub1": int(r.cw_init < ONE),
+            "win_bytes": (prod + ONE - 1) >> FRAC_BITS,
+        }
 
     # -- the single user-unit -> hardware conversion ---------------------------------------------
     def registers(self) -> LdcpWindowRegisters:

@@ -158,10 +158,11 @@ class LdcpWindowModel:
 
     At each edge, in this order (all from the values of the cycle before the edge):
 
-    1. Timer and gate, from the committed window ``cw``: if ``cw < ONE``, ``acc = phase + cw``;
-       it fires when ``acc >= rtt * 2**16`` and then ``phase = acc - rtt * 2**16``, else
-       ``phase = acc``; if ``cw >= ONE`` the phase is 0.  ``credit`` is set by a firing and
-       cleared by ``sent`` (or when ``cw >= ONE``).  The gate registers ``sub1 = cw < ONE`` and
+    1. Timer, from the window of the cycle before (``cw_d``; RTT of the cycle before): if
+       ``cw_d < ONE``, it fires when ``phase + cw_d >= rtt * 2**16`` and then
+       ``phase += cw_d - rtt * 2**16``, else ``phase += cw_d``; if ``cw_d >= ONE`` the phase is
+       0.  ``credit`` is set by a firing and cleared by ``sent`` (or when ``cw_d >= ONE``).
+       Gate, from the window two cycles before: ``sub1 = cw < ONE`` and
        ``win_bytes = ceil(cw * mtu / 2**16)``.
     2. The update leaving the datapath (issued ``UPDATE_LATENCY`` edges ago) is committed.
     3. The ACK of this cycle (``n`` saturated at ``m``; ``n = 0`` ignored) is merged into the
@@ -182,16 +183,16 @@ class LdcpWindowModel:
         self.pend_u = 0
         self.busy_left = 0          # edges until the in-flight update commits
         self.in_flight: Update | None = None
+        init = cfg.timer_gate_init()
         self.phase = 0
         self.credit = False
         self.tick = False
-        self.sub1 = r.cw_init < ONE
-        self.win_bytes = self._win(r.cw_init)
+        self.cw_d, self.sub1_d, self.thr = init["cw_d"], bool(init["sub1_d"]), init["thr"]
+        self.gate_prod = r.cw_init * r.mtu
+        self.sub1 = bool(init["gate_sub1"])
+        self.win_bytes = init["win_bytes"]
         self.cycle = 0
         self.issued: deque[tuple[int, Update]] = deque()  # (issue cycle, update), for tests
-
-    def _win(self, cw: int) -> int:
-        return (cw * self.regs.mtu + ONE - 1) >> FRAC_BITS
 
     def outputs(self) -> CycleOutputs:
         upd = self.in_flight if self.busy_left == 1 else None
@@ -203,20 +204,21 @@ class LdcpWindowModel:
         (the RTL accepts it only when :attr:`idle` and no ACK is offered)."""
         r = self.regs
         cw = self.cw
-        # 1. timer and gate
-        sub1 = cw < ONE
-        fire = False
-        if sub1:
-            acc = self.phase + cw
-            period = r.rtt << FRAC_BITS
-            fire = acc >= period
-            self.phase = acc - period if fire else acc
-        else:
+        # 1. timer (on the window of one cycle ago) and gate (two cycles ago)
+        fire = self.sub1_d and self.phase >= self.thr
+        if not self.sub1_d:
             self.phase = 0
-        self.credit = sub1 and (fire or (self.credit and not sent))
+        elif fire:
+            self.phase -= self.thr
+        else:
+            self.phase += self.cw_d
+        self.credit = self.sub1_d and (fire or (self.credit and not sent))
         self.tick = fire
-        self.sub1 = sub1
-        self.win_bytes = self._win(cw)
+        self.sub1 = self.sub1_d
+        self.win_bytes = (self.gate_prod + ONE - 1) >> FRAC_BITS
+        self.gate_prod = cw * r.mtu
+        self.cw_d, self.sub1_d = cw & (ONE - 1), cw < ONE
+        self.thr = ((r.rtt << FRAC_BITS) - self.cw_d) & ((1 << self.cfg.phase_width) - 1)
         if write is not None:
             assert self.idle and ack is None, "the RTL accepts writes only while idle"
             self._write(*write)
