@@ -49,9 +49,30 @@ class LfsrParams:
         return state
 
     def draw(self, state: int, bits: int) -> tuple[int, int]:
-        """Return ``(new_state, value)``: advance by ``bits`` steps and take the newest bits."""
-        state = self.step(state, bits)
-        return state, state & ((1 << bits) - 1)
+        """Return ``(new_state, value)``: advance by ``bits`` steps and take the newest bits.
+
+        Uses byte-wise tables of the same linear map as :meth:`transition_masks` (the result is
+        identical to ``step(state, bits)``; ``tests/test_lfsr.py`` checks it)."""
+        tables = self._jump_tables(bits)
+        new = 0
+        for k, table in enumerate(tables):
+            new ^= table[(state >> (8 * k)) & 0xFF]
+        return new, new & ((1 << bits) - 1)
+
+    def _jump_tables(self, steps: int) -> list[list[int]]:
+        cache = self.__dict__.setdefault("_tables", {})
+        if steps not in cache:
+            masks = self.transition_masks(steps)
+            tables = []
+            for k in range((self.width + 7) // 8):
+                table = []
+                for v in range(256):
+                    x = (v << (8 * k)) & ((1 << self.width) - 1)
+                    table.append(sum((((x & mk).bit_count() & 1) << i)
+                                     for i, mk in enumerate(masks)))
+                tables.append(table)
+            cache[steps] = tables
+        return cache[steps]
 
     def transition_masks(self, steps: int = 1) -> list[int]:
         """The ``steps``-step transition as a linear map over GF(2): output bit ``i`` is the

@@ -17,7 +17,8 @@ __all__ = ["ConfigError", "check_int", "check_real", "check_choice", "bits_for"]
 class ConfigError(ValueError):
     """An invalid configuration value. The message names field, value and allowed range."""
 
-    def __init__(self, owner: str, field: str, value, allowed: str):
+    def __init__(self, owner, field: str, value, allowed: str):
+        owner = _owner(owner)
         self.owner, self.field, self.value, self.allowed = owner, field, value, allowed
         super().__init__(f"{owner}.{field} = {value!r} is out of range: allowed {allowed}")
 

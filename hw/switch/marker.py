@@ -59,14 +59,15 @@ class EgressMarker(wiring.Component):
 
     Latency and throughput
     ----------------------
-    One descriptor per clock, sustained.  A decision leaves ``decision`` 3 cycles after its
-    descriptor is accepted (pipeline: input register, queue read-modify-write, marking
-    multiply-compare).  ``desc.ready`` falls only when ``decision`` is back-pressured or a
-    register write is pending.
+    One descriptor per clock, sustained.  With an always-ready sink, a decision is transferred
+    5 clock edges after its descriptor (stages: queue read with forwarding, admission and queue
+    write-back, threshold comparisons, ramp product, draw comparison).  ``desc.ready`` falls
+    only when ``decision`` is back-pressured or a register write is pending.  Counters
+    advance one cycle after the decision they count.
     """
 
-    #: cycles from the accepting edge of a descriptor to the edge where its decision is valid
-    LATENCY = 3
+    #: clock edges from the transfer of a descriptor to the transfer of its decision
+    LATENCY = 5
 
     def __init__(self, config: MarkerConfig):
         if not isinstance(config, MarkerConfig):
@@ -109,16 +110,30 @@ class EgressMarker(wiring.Component):
         s1_valid = Signal()
         s1 = Signal(desc_layout)
         s1_draw = Signal(D)
+        s1_q = Signal(W)                    # the queue's bytes, read when the descriptor came in
         s2_valid = Signal()
         s2 = Signal(desc_layout)
         s2_qlen = Signal(W)                 # queue bytes the decision is taken on
         s2_reason = Signal(DropReason)
-        s2_eligible = Signal()              # admitted, and at the ECN sampling point
+        s2_eligible = Signal()              # admitted, ECT, and at the ECN sampling point
         s2_draw_span = Signal(D + W)        # r * (K_max - K_min)
+        s3_valid, s3 = Signal(), Signal(desc_layout)
+        s3_qlen, s3_reason, s3_eligible = Signal(W), Signal(DropReason), Signal()
+        s3_draw_span = Signal(D + W)
+        s3_excess = Signal(W)               # q - K_min (used only inside the ramp)
+        s3_above_max, s3_above_min = Signal(), Signal()
+        s4_valid, s4 = Signal(), Signal(desc_layout)
+        s4_qlen, s4_reason = Signal(W), Signal(DropReason)
+        s4_draw_span = Signal(D + W)
+        s4_product = Signal(D + 1 + W)      # P_max * (q - K_min)
+        s4_mark_full, s4_mark_ramp = Signal(), Signal()   # eligible & (above K_max | in ramp)
+        increments = {reg: Signal(name=f"inc_{reg.name.lower()}") for reg in counters}
+        increment_pending = Signal()
 
         # ---- handshake conditions ----------------------------------------------------------
         advance = ~self.decision.valid | self.decision.ready
-        pipeline_empty = ~s1_valid & ~s2_valid & ~self.decision.valid
+        pipeline_empty = ~(s1_valid | s2_valid | s3_valid | s4_valid | self.decision.valid
+                           | increment_pending)
         m.d.comb += [
             self.desc.ready.eq(advance & ~self.csr_w.valid),
             self.csr_w.ready.eq(pipeline_empty),
@@ -129,26 +144,15 @@ class EgressMarker(wiring.Component):
         def at_or_above(x, k):
             return Mux(ctrl.compare == Compare.GE.value, x >= k, x > k)
 
-        # ---- stage 0 -> 1: take the descriptor and its random draw --------------------------
-        lfsr_next = cfg.lfsr.next_state(lfsr, D)
-        with m.If(advance):
-            m.d.sync += s1_valid.eq(desc_accept)
-        with m.If(desc_accept):
-            m.d.sync += [s1.eq(self.desc.payload), s1_draw.eq(lfsr_next[:D]), lfsr.eq(lfsr_next)]
+        def queue_index(d):
+            return d.port * cfg.priorities + d.prio
 
-        # ---- stage 1 -> 2: queue read-modify-write and admission ----------------------------
+        # ---- stage 1: admission and the queue update (combinational on s1) ------------------
+        s1_index = queue_index(s1)
         bad_queue = (s1.port >= cfg.ports) | (s1.prio >= cfg.priorities)
-        index = s1.port * cfg.priorities + s1.prio
-        q = Signal(W)                      # the queue's bytes, read through an explicit mux
-        with m.Switch(index):
-            for i, counter in enumerate(occ):
-                with m.Case(i):
-                    m.d.comb += q.eq(counter)
-            with m.Default():
-                m.d.comb += q.eq(0)         # only for bad_queue, whose descriptor is rejected
         length = s1.length
         is_enqueue = s1.op == QueueOp.ENQUEUE
-        q_plus = q + length
+        q_plus = s1_q + length
         shared_plus = shared + length
         reason = Signal(DropReason)
         with m.If(bad_queue):
@@ -159,68 +163,117 @@ class EgressMarker(wiring.Component):
             with m.Elif(shared_plus > shared_buffer):
                 m.d.comb += reason.eq(DropReason.POOL_FULL)
             with m.Elif((ctrl.profile == Profile.LDCP.value) & (s1.ecn == Ecn.NOT_ECT)
-                        & at_or_above(q, k_drop)):
+                        & at_or_above(s1_q, k_drop)):
                 m.d.comb += reason.eq(DropReason.NOT_ECT_AT_K)
-        with m.Elif(length > q):
+        with m.Elif(length > s1_q):
             m.d.comb += reason.eq(DropReason.UNDERFLOW)
         admitted = reason == DropReason.NONE
-        q_minus = (q - length)[:W]
+        q_minus = (s1_q - length)[:W]
+        # The queue after this descriptor: written back whether or not it changed, so that the
+        # write enables depend on the index only, not on the admission arithmetic.
+        q_after = Signal(W)
+        m.d.comb += q_after.eq(Mux(admitted, Mux(is_enqueue, q_plus[:W], q_minus), s1_q))
         sample_point = Mux(is_enqueue, SamplePoint.ENQUEUE.value, SamplePoint.DEQUEUE.value)
+        ect = (s1.ecn == Ecn.ECT0) | (s1.ecn == Ecn.ECT1)
 
+        # ---- stage 0 -> 1: take the descriptor, its random draw and its queue's bytes ----------
+        in_index = queue_index(self.desc.payload)
+        occ_read = Signal(W)
+        with m.Switch(in_index):
+            for i, counter in enumerate(occ):
+                with m.Case(i):
+                    m.d.comb += occ_read.eq(counter)
+            with m.Default():
+                m.d.comb += occ_read.eq(0)   # bad queue: the descriptor will be rejected
+        # Forwarding: the descriptor in stage 1 writes its queue on the same edge.
+        forward = s1_valid & (in_index == s1_index)
+        lfsr_next = cfg.lfsr.next_state(lfsr, D)
+        with m.If(advance):
+            m.d.sync += s1_valid.eq(desc_accept)
+        with m.If(desc_accept):
+            m.d.sync += [
+                s1.eq(self.desc.payload),
+                s1_draw.eq(lfsr_next[:D]),
+                s1_q.eq(Mux(forward, q_after, occ_read)),
+                lfsr.eq(lfsr_next),
+            ]
+
+        # ---- stage 1 -> 2: write the queue back ---------------------------------------------
         span = (k_max - k_min)[:W]
         with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid),
                 s2.eq(s1),
                 s2_reason.eq(reason),
-                s2_qlen.eq(Mux(bad_queue, 0, Mux(is_enqueue | ~admitted, q, q_minus))),
-                s2_eligible.eq(admitted & (ctrl.sample_at == sample_point)),
+                s2_qlen.eq(Mux(bad_queue, 0, Mux(is_enqueue | ~admitted, s1_q, q_minus))),
+                s2_eligible.eq(admitted & ect & (ctrl.sample_at == sample_point)),
                 s2_draw_span.eq(s1_draw * span),
             ]
-            with m.If(s1_valid & admitted):
-                q_after = Mux(is_enqueue, q_plus[:W], q_minus)
+            with m.If(s1_valid):
                 for i, counter in enumerate(occ):
-                    with m.If(index == i):
+                    with m.If(s1_index == i):
                         m.d.sync += counter.eq(q_after)
-                m.d.sync += shared.eq(Mux(is_enqueue, shared_plus[:W], (shared - length)[:W]))
+                with m.If(admitted):
+                    m.d.sync += shared.eq(Mux(is_enqueue, shared_plus[:W],
+                                              (shared - length)[:W]))
 
-        # ---- stage 2 -> out: marking (multiply-compare against the draw) --------------------
-        ramp_hit = s2_draw_span < p_max * (s2_qlen - k_min)[:W]
-        mark_rule = Mux(ctrl.profile == Profile.DCTCP.value,
-                        at_or_above(s2_qlen, k_max),
-                        at_or_above(s2_qlen, k_max) | (at_or_above(s2_qlen, k_min) & ramp_hit))
-        ect = (s2.ecn == Ecn.ECT0) | (s2.ecn == Ecn.ECT1)
-        mark = s2_eligible & ect & mark_rule
+        # ---- stage 2 -> 3: threshold comparisons ---------------------------------------------
+        with m.If(advance):
+            m.d.sync += [
+                s3_valid.eq(s2_valid), s3.eq(s2), s3_qlen.eq(s2_qlen),
+                s3_reason.eq(s2_reason), s3_eligible.eq(s2_eligible),
+                s3_draw_span.eq(s2_draw_span),
+                s3_excess.eq((s2_qlen - k_min)[:W]),
+                s3_above_max.eq(at_or_above(s2_qlen, k_max)),
+                s3_above_min.eq(at_or_above(s2_qlen, k_min)),
+            ]
+
+        # ---- stage 3 -> 4: the ramp product --------------------------------------------------
+        step_profile = ctrl.profile == Profile.DCTCP.value
+        with m.If(advance):
+            m.d.sync += [
+                s4_valid.eq(s3_valid), s4.eq(s3), s4_qlen.eq(s3_qlen), s4_reason.eq(s3_reason),
+                s4_draw_span.eq(s3_draw_span),
+                s4_product.eq(p_max * s3_excess),
+                s4_mark_full.eq(s3_eligible & s3_above_max),
+                s4_mark_ramp.eq(s3_eligible & ~s3_above_max & s3_above_min & ~step_profile),
+            ]
+
+        # ---- stage 4 -> out: compare the draw, emit the decision -----------------------------
+        mark = s4_mark_full | (s4_mark_ramp & (s4_draw_span < s4_product))
         out = self.decision.payload
         with m.If(advance):
-            m.d.sync += self.decision.valid.eq(s2_valid)
-            with m.If(s2_valid):
+            m.d.sync += self.decision.valid.eq(s4_valid)
+            with m.If(s4_valid):
                 m.d.sync += [
-                    out.op.eq(s2.op),
-                    out.port.eq(s2.port),
-                    out.prio.eq(s2.prio),
-                    out.length.eq(s2.length),
-                    out.drop.eq(s2_reason != DropReason.NONE),
-                    out.reason.eq(s2_reason),
-                    out.ecn.eq(Mux(mark, Ecn.CE, s2.ecn)),
+                    out.op.eq(s4.op),
+                    out.port.eq(s4.port),
+                    out.prio.eq(s4.prio),
+                    out.length.eq(s4.length),
+                    out.drop.eq(s4_reason != DropReason.NONE),
+                    out.reason.eq(s4_reason),
+                    out.ecn.eq(Mux(mark, Ecn.CE, s4.ecn)),
                     out.marked.eq(mark),
-                    out.qlen.eq(s2_qlen),
+                    out.qlen.eq(s4_qlen),
                 ]
 
-        # ---- counters (saturating) and register writes -------------------------------------
-        done = s2_valid & advance
-        increments = {
-            MarkerReg.CNT_ENQUEUED: (s2_reason == DropReason.NONE) & (s2.op == QueueOp.ENQUEUE),
-            MarkerReg.CNT_DEQUEUED: (s2_reason == DropReason.NONE) & (s2.op == QueueOp.DEQUEUE),
+        # ---- counters: increments registered with the decision, counted one cycle later ------
+        done = s4_valid & advance
+        accepted = s4_reason == DropReason.NONE
+        conditions = {
+            MarkerReg.CNT_ENQUEUED: accepted & (s4.op == QueueOp.ENQUEUE),
+            MarkerReg.CNT_DEQUEUED: accepted & (s4.op == QueueOp.DEQUEUE),
             MarkerReg.CNT_MARKED: mark,
-            MarkerReg.CNT_DROP_NOT_ECT: s2_reason == DropReason.NOT_ECT_AT_K,
-            MarkerReg.CNT_DROP_QUEUE_FULL: s2_reason == DropReason.QUEUE_FULL,
-            MarkerReg.CNT_DROP_POOL_FULL: s2_reason == DropReason.POOL_FULL,
-            MarkerReg.CNT_MALFORMED: ((s2_reason == DropReason.BAD_QUEUE)
-                                      | (s2_reason == DropReason.UNDERFLOW)),
+            MarkerReg.CNT_DROP_NOT_ECT: s4_reason == DropReason.NOT_ECT_AT_K,
+            MarkerReg.CNT_DROP_QUEUE_FULL: s4_reason == DropReason.QUEUE_FULL,
+            MarkerReg.CNT_DROP_POOL_FULL: s4_reason == DropReason.POOL_FULL,
+            MarkerReg.CNT_MALFORMED: ((s4_reason == DropReason.BAD_QUEUE)
+                                      | (s4_reason == DropReason.UNDERFLOW)),
         }
+        m.d.sync += increment_pending.eq(done)
         for reg, counter in counters.items():
-            with m.If(done & increments[reg] & (counter != COUNTER_MAX)):
+            m.d.sync += increments[reg].eq(done & conditions[reg])
+            with m.If(increments[reg] & (counter != COUNTER_MAX)):
                 m.d.sync += counter.eq(counter + 1)
 
         writable = {
