@@ -111,6 +111,10 @@ class EgressMarker(wiring.Component):
         s1 = Signal(desc_layout)
         s1_draw = Signal(D)
         s1_q = Signal(W)                    # the queue's bytes, read when the descriptor came in
+        # buf_max - length and shared_buffer - length, computed on the way in so that each limit
+        # check in the queue's read-modify-write loop is one comparison, not an add + compare.
+        s1_room = Signal(W + 1)             # top bit set: the packet is larger than the limit
+        s1_pool_room = Signal(W + 1)
         s2_valid = Signal()
         s2 = Signal(desc_layout)
         s2_qlen = Signal(W)                 # queue bytes the decision is taken on
@@ -158,9 +162,10 @@ class EgressMarker(wiring.Component):
         with m.If(bad_queue):
             m.d.comb += reason.eq(DropReason.BAD_QUEUE)
         with m.Elif(is_enqueue):
-            with m.If(q_plus > buf_max):
+            # q + length > buf_max  <=>  length > buf_max  or  q > buf_max - length
+            with m.If(s1_room[W] | (s1_q > s1_room[:W])):
                 m.d.comb += reason.eq(DropReason.QUEUE_FULL)
-            with m.Elif(shared_plus > shared_buffer):
+            with m.Elif(s1_pool_room[W] | (shared > s1_pool_room[:W])):
                 m.d.comb += reason.eq(DropReason.POOL_FULL)
             with m.Elif((ctrl.profile == Profile.LDCP.value) & (s1.ecn == Ecn.NOT_ECT)
                         & at_or_above(s1_q, k_drop)):
@@ -195,6 +200,8 @@ class EgressMarker(wiring.Component):
                 s1.eq(self.desc.payload),
                 s1_draw.eq(lfsr_next[:D]),
                 s1_q.eq(Mux(forward, q_after, occ_read)),
+                s1_room.eq(buf_max - self.desc.payload.length),
+                s1_pool_room.eq(shared_buffer - self.desc.payload.length),
                 lfsr.eq(lfsr_next),
             ]
 

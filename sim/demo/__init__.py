@@ -1,0 +1,1 @@
+"""Demonstrations run by ``make run``."""
