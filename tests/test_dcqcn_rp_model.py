@@ -9,7 +9,16 @@ import pytest
 
 from hw.nic.dcqcn_config import ALPHA_ONE, PROFILES, RATE_FRAC, DcqcnRpConfig
 from hw.params import ConfigError
-from sim.models.dcqcn import Cnp, RpModel, Tx
+from sim.models.dcqcn import (
+    Cnp,
+    RpCodec,
+    RpModel,
+    RpState,
+    Tx,
+    pack_event,
+    pack_state,
+    unpack_state,
+)
 from sim.reference.dcqcn import RpReference
 
 MBPS = 1 << RATE_FRAC
@@ -243,3 +252,20 @@ def test_timers_match_ideal_deadlines():
         ref.event(cycle, ev)
     ref.advance_to(m.cycle)
     assert m.cut_cycles == ref.cut_cycles and len(m.cut_cycles) > 50
+
+
+def test_codec_matches_layouts():
+    cfg = DcqcnRpConfig.profile("ns3-rdma")
+    codec, rng = RpCodec(cfg), random.Random(2)
+    for _ in range(200):
+        st = RpState(rc=rng.getrandbits(cfg.rate_width), rt=rng.getrandbits(cfg.rate_width),
+                     alpha=rng.getrandbits(25), t_stage=rng.getrandbits(8),
+                     b_stage=rng.getrandbits(8), mode=rng.randint(0, 2),
+                     t_cnt=rng.getrandbits(24), a_cnt=rng.getrandbits(24),
+                     d_cnt=rng.getrandbits(24), bc=rng.getrandbits(24),
+                     active=rng.getrandbits(1), alpha_flag=rng.getrandbits(1),
+                     dec_flag=rng.getrandbits(1))
+        bits = pack_state(cfg, st)
+        assert codec.state(bits) == st == unpack_state(cfg, bits)
+        ev = Cnp() if rng.random() < 0.5 else Tx(rng.getrandbits(24))
+        assert codec.event(ev) == pack_event(cfg, ev)

@@ -12,7 +12,7 @@ Two parts, as the project's conventions ask for per-flow engines:
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -76,7 +76,22 @@ class RpDatapath:
         hai_step = HaiStep.ALL[r.hai_step]
         clamp_rule = ClampRule.ALL[r.clamp_rule]
         byte_on = r.byte_reset != 0
-        cnp = self.ev_valid & (self.ev.kind == RpEventKind.CNP)
+
+        def wire(name, expr):
+            # A named full-width signal for a value used more than once: the Verilog computes
+            # it once (a reused Python expression would be emitted at every use).
+            sig = Signal(Value.cast(expr).shape(), name=name)
+            m.d.comb += sig.eq(expr)
+            return sig
+
+        def cond_wire(name, cond, expr, width):
+            # Same, truncated to ``width`` bits, and only meaningful (else 0) when ``cond``.
+            sig = Signal(width, name=name)
+            with m.If(cond):
+                m.d.comb += sig.eq(expr)
+            return sig
+
+        cnp = wire("cnp", self.ev_valid & (self.ev.kind == RpEventKind.CNP))
         tx = self.ev_valid & (self.ev.kind == RpEventKind.TX)
 
         # Default: every field keeps its value; the steps below override in order.
@@ -97,12 +112,13 @@ class RpDatapath:
         else:
             cut = d_due & s.dec_flag
         first_set = (first & (r.first_rate != 0)) if r.first_rate else Const(0)
-        action = cut | first_set
+        action = wire("action", cut | first_set)
 
         # ---- 3. alpha -----------------------------------------------------------------------
-        decayed = (s.alpha - ((s.alpha * r.g) >> G_FRAC))[:ALPHA_FRAC + 1]
+        AW = ALPHA_FRAC + 1
+        decayed = cond_wire("decayed", a_due | cnp, s.alpha - ((s.alpha * r.g) >> G_FRAC), AW)
         plus_g = decayed + (r.g << (ALPHA_FRAC - G_FRAC))
-        raised = _umin(plus_g, ALPHA_ONE)[:ALPHA_FRAC + 1]   # (1-g) alpha + g, at most 1.0
+        raised = cond_wire("raised", a_due | cnp, _umin(plus_g, ALPHA_ONE), AW)  # (1-g)a + g
         if on_cnp:
             with m.If(cnp):
                 m.d.comb += [n.alpha.eq(raised), n.a_cnt.eq(r.k_cycles)]
@@ -110,7 +126,7 @@ class RpDatapath:
                 m.d.comb += [n.alpha.eq(decayed), n.a_cnt.eq(r.k_cycles)]
             alpha_cut = raised if r.alpha_before_cut else s.alpha
         else:
-            alpha_cut = Mux(a_due, Mux(s.alpha_flag, raised, decayed), s.alpha)
+            alpha_cut = wire("alpha_cut", Mux(a_due, Mux(s.alpha_flag, raised, decayed), s.alpha))
             with m.If(a_due):
                 m.d.comb += [n.alpha.eq(alpha_cut), n.alpha_flag.eq(0), n.a_cnt.eq(r.k_cycles)]
 
@@ -124,11 +140,15 @@ class RpDatapath:
                 m.d.comb += n.bc.eq(Mux(b_fire, reload_b, s.bc - self.ev.bytes))
         else:
             b_fire = Const(0)
-        t_ev = t_due & ~action
-        b_ev = b_fire & ~action
+        t_ev = wire("t_ev", t_due & ~action)
+        b_ev = wire("b_ev", b_fire & ~action) if byte_on else Const(0)
 
-        ts = Mux(t_ev & (s.t_stage != STAGE_MAX), s.t_stage + 1, s.t_stage)[:8]
-        bs = Mux(b_ev & (s.b_stage != STAGE_MAX), s.b_stage + 1, s.b_stage)[:8]
+        inc_ev = t_ev | b_ev
+        ts = cond_wire("ts", inc_ev,
+                       Mux(t_ev & (s.t_stage != STAGE_MAX), s.t_stage + 1, s.t_stage), 8)
+        bs = (cond_wire("bs", inc_ev,
+                        Mux(b_ev & (s.b_stage != STAGE_MAX), s.b_stage + 1, s.b_stage), 8)
+              if byte_on else s.b_stage)
         F = r.threshold
         hi, lo = (_umax(ts, bs), _umin(ts, bs)) if byte_on else (ts, ts)
         if rule == IncreaseRule.NS3:
@@ -139,6 +159,7 @@ class RpDatapath:
         else:
             fe = F + (1 if rule == IncreaseRule.HPCC else 0)
             cls = Mux(hi < fe, RpMode.FR, Mux(lo > fe, RpMode.HAI, RpMode.AI))
+        cls = wire("cls", cls)
         if hai_step == HaiStep.CONST:
             hai_inc = Const(r.hai_rate)
         else:
@@ -146,13 +167,14 @@ class RpDatapath:
             mult = Mux(lo + off > F, lo + off - F, 0)[:8]
             hai_inc = mult * r.hai_rate
         inc = Mux(cls == RpMode.AI, r.ai_rate, Mux(cls == RpMode.HAI, hai_inc, 0))
-        rt_inc = _umin(s.rt + inc, r.max_rate)
+        rt_sum = s.rt + inc
+        rt_inc = _umin(rt_sum, r.max_rate)
         if r.rt_guard:
             guard = ((ts == 1) | (bs == 1)) & (s.rt > s.rc * 10)
             rt_inc = Mux(guard, s.rt >> 3, rt_inc)
-        rt_inc = rt_inc[:RW]
-        rc_avg = ((rt_inc + s.rc) >> 1)[:RW]
-        with m.If(t_ev | b_ev):
+        rt_inc = cond_wire("rt_inc", inc_ev, rt_inc, RW)
+        rc_avg = cond_wire("rc_avg", inc_ev, (rt_inc + s.rc) >> 1, RW)
+        with m.If(inc_ev):
             m.d.comb += [
                 n.rt.eq(rt_inc),
                 n.rc.eq(_umin(_umax(rc_avg, r.min_rate), r.max_rate)),
@@ -174,12 +196,14 @@ class RpDatapath:
             ClampRule.TIME_STAGE: s.t_stage != 0,
             ClampRule.ANY_STAGE: (s.b_stage != 0) | (s.t_stage != 0),
         }[clamp_rule]
-        dec = (s.rc * alpha_cut) >> r.gd_shift
-        cut_rc = Mux(dec < s.rc, s.rc - dec, 0)[:RW]
+        dec = wire("dec", (s.rc * alpha_cut) >> r.gd_shift)
+        cut_rc = cond_wire("cut_rc", action, Mux(dec < s.rc, s.rc - dec, 0), RW)
         new_rc = _umax(cut_rc, r.min_rate)
         if r.min_dec_fac:
-            floor = ((s.rc * r.min_dec_fac + ((1 << MDF_FRAC) - 1)) >> MDF_FRAC)[:RW]
+            floor = cond_wire("floor", action,
+                              (s.rc * r.min_dec_fac + ((1 << MDF_FRAC) - 1)) >> MDF_FRAC, RW)
             new_rc = _umax(_umax(cut_rc, floor), r.min_rate)
+        new_rc = wire("new_rc", new_rc)
         with m.If(action):
             m.d.comb += [n.rc.eq(new_rc), n.rt.eq(Mux(clamp, s.rc, s.rt))]
             if r.first_rate:

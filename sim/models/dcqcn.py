@@ -39,7 +39,8 @@ from hw.nic.dcqcn_config import (
     IncreaseRule,
 )
 
-__all__ = ["RpState", "RpModel", "Cnp", "Tx", "pack_event", "unpack_state", "pack_state"]
+__all__ = ["RpState", "RpModel", "Cnp", "Tx", "pack_event", "unpack_state", "pack_state",
+           "RpCodec"]
 
 _ON_CNP = AlphaMode.ALL.index(AlphaMode.ON_CNP)
 _EVERY, _CHECK, _HOLD = (CutMode.ALL.index(m) for m in
@@ -96,6 +97,26 @@ def unpack_state(cfg: DcqcnRpConfig, bits: int) -> RpState:
     v = rp_state_layout(cfg).from_bits(bits)
     return RpState(**{f.name: int(getattr(v, f.name)) if f.name != "mode"
                       else RpMode(v.mode).value for f in fields(RpState)})
+
+
+class RpCodec:
+    """Fast pack/unpack for testbenches, with field offsets and widths read from the layouts
+    (``tests/test_dcqcn_rp_model.py`` checks it against ``layout.const`` / ``from_bits``)."""
+
+    def __init__(self, cfg: DcqcnRpConfig):
+        def spans(layout):
+            return [(name, f.offset, f.width) for name, f in layout]
+        self.state_fields = spans(rp_state_layout(cfg))
+        ev = dict((n, (o, w)) for n, o, w in spans(rp_event_layout(cfg)))
+        self.kind_off, self.bytes_off = ev["kind"][0], ev["bytes"][0]
+
+    def event(self, ev) -> int:
+        if isinstance(ev, Cnp):
+            return RpEventKind.CNP.value << self.kind_off
+        return (RpEventKind.TX.value << self.kind_off) | (ev.bytes << self.bytes_off)
+
+    def state(self, bits: int) -> RpState:
+        return RpState(**{n: (bits >> o) & ((1 << w) - 1) for n, o, w in self.state_fields})
 
 
 class RpModel:
