@@ -206,7 +206,11 @@ class EgressMarker(wiring.Component):
             ]
 
         # ---- stage 1 -> 2: write the queue back ---------------------------------------------
-        span = (k_max - k_min)[:W]
+        # K_max - K_min as a register: it changes only with a register write, which is taken
+        # with the pipeline empty, and the first descriptor after a write reaches stage 1 no
+        # sooner than a cycle later, when the register already holds the new span.
+        span = Signal(W, init=(reset.k_max - reset.k_min) % (1 << W))
+        m.d.sync += span.eq((k_max - k_min)[:W])
         with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid),
