@@ -80,7 +80,8 @@ class LdcpWindowDatapath:
 
         ev = dict(nm=NW, nu=NW)
         s1 = stage(1, cw=W, **ev)
-        s2 = stage(2, cw=W, cwg=signed(W + 2), nmb=prod_w, nua=prod_w, nug=prod_w, **ev)
+        s2 = stage(2, cw=W, cwg=signed(W + 2), cw1=signed(W + 2), h=FRAC_BITS, m_none=1,
+                   above=1, nmb=prod_w, nua=prod_w, nug=prod_w, **ev)
         s3 = stage(3, c=W, dec=LdcpDecRule, nua=prod_w, nug=prod_w, **ev)
         s4 = stage(4, c=W, e=4, dec=LdcpDecRule, nua=prod_w, nug=prod_w, **ev)
         s5 = stage(5, c=W, e=4, idx=RECIP_INDEX_BITS, f=RECIP_INTERP_BITS, sub=W + 1,
@@ -111,20 +112,23 @@ class LdcpWindowDatapath:
 
         # ---- 1 -> 2: the event's products with the parameters (one 18x18 DSP each) ----------
         m.d.sync += carry(s2, s1, "cw", "nm", "nu")
-        m.d.sync += [s2["nmb"].eq(s1["nm"] * P.beta), s2["nua"].eq(s1["nu"] * P.alpha),
-                     s2["nug"].eq(s1["nu"] * P.gamma), s2["cwg"].eq(s1["cw"] - P.gamma)]
+        # and, for the marked part, cw - gamma, cw - 1 and the halving cw * eta**n
+        nm1 = s1["nm"]
+        m.d.sync += [s2["nmb"].eq(nm1 * P.beta), s2["nua"].eq(s1["nu"] * P.alpha),
+                     s2["nug"].eq(s1["nu"] * P.gamma), s2["cwg"].eq(s1["cw"] - P.gamma),
+                     s2["cw1"].eq(s1["cw"] - ONE),
+                     s2["h"].eq(s1["cw"][:FRAC_BITS] >> Mux(nm1 > FRAC_BITS, FRAC_BITS, nm1)[:5]),
+                     s2["m_none"].eq(nm1 == 0), s2["above"].eq(s1["cw"][FRAC_BITS:] != 0)]
 
-        # ---- 2 -> 3: marked part ----------------------------------------------------------
-        cw, nm = s2["cw"], s2["nm"]
-        t = (cw - s2["nmb"]).as_signed()
-        shift = Mux(nm > FRAC_BITS, FRAC_BITS, nm)[:5]
-        h = (cw[:FRAC_BITS] >> shift)[:FRAC_BITS]
+        # ---- 2 -> 3: marked part (the comparisons are parallel carry chains) ----------------
+        cw, h = s2["cw"], s2["h"]
+        t = cw - s2["nmb"]
         gamma = P.gamma
         c3, dec3 = s3["c"], s3["dec"]
-        with m.If(nm == 0):
+        with m.If(s2["m_none"]):
             m.d.sync += [c3.eq(cw), dec3.eq(LdcpDecRule.NONE)]
-        with m.Elif(cw[FRAC_BITS:] != 0):
-            with m.If(~t[-1] & (t[FRAC_BITS:W] != 0)):             # t >= ONE
+        with m.Elif(s2["above"]):
+            with m.If(s2["cw1"] >= s2["nmb"]):                      # t >= ONE
                 m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.LINEAR)]
             with m.Elif(s2["cwg"] >= s2["nmb"]):                    # t >= gamma
                 m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.CROSS)]
@@ -316,7 +320,8 @@ class LdcpWindow(wiring.Component):
         An update is in flight or pending.
     csr_w : In(stream(csr_write_layout))
         Register writes (:class:`LdcpWindowReg`): the parameters, the RTT, the MTU, and a
-        window load.  Accepted (``ready``) only while idle: not ``busy`` and no ACK offered.
+        window load.  Accepted (``ready``) only while idle: not ``busy`` and no ACK offered;
+        applied at the next edge, during which ACKs are coalesced but not issued.
 
     Back-to-back ACKs
     -----------------
@@ -394,10 +399,16 @@ class LdcpWindow(wiring.Component):
         marked = counted & self.ack.payload.ece
         ev_m = Mux(marked, pend_m + pend_u + n_ack, pend_m)[:NW]
         ev_u = Mux(marked, 0, Mux(counted, pend_u + n_ack, pend_u))[:NW]
-        busy = (busy_left != 0) | (pend_m != 0) | (pend_u != 0)
+        # a register write is taken into csr_q and applied at the next edge; meanwhile no
+        # update is issued (so the write is never raced by the window it changes)
+        csr_q_valid = Signal()
+        csr_q = Signal(csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH))
+        csr_q_lo = Signal()       # data < gamma (window load clamp, compared on the way in)
+        csr_q_hi = Signal()       # data > cw_max
+        busy = (busy_left != 0) | (pend_m != 0) | (pend_u != 0) | csr_q_valid
         m.d.comb += self.csr_w.ready.eq(~busy & ~self.ack.valid)
         csr_accept = self.csr_w.valid & self.csr_w.ready
-        free = busy_left <= 1                 # nothing in flight, or it commits at this edge
+        free = (busy_left <= 1) & ~csr_q_valid   # nothing in flight, or it commits at this edge
         issue = free & ((ev_m != 0) | (ev_u != 0))
 
         # ---- issue, coalesce, commit --------------------------------------------------------
@@ -409,16 +420,21 @@ class LdcpWindow(wiring.Component):
 
         # ---- register writes (only while idle, so never together with a commit) -------------
         wdata = self.csr_w.payload.data
-        waddr = self.csr_w.payload.addr
+        m.d.sync += [
+            csr_q_valid.eq(csr_accept),
+            csr_q.eq(self.csr_w.payload),
+            csr_q_lo.eq(wdata < params.gamma),
+            csr_q_hi.eq(wdata > params.cw_max),
+        ]
+        wdata, waddr = csr_q.data, csr_q.addr
         writable = {LdcpWindowReg.ALPHA: params.alpha, LdcpWindowReg.BETA: params.beta,
                     LdcpWindowReg.GAMMA: params.gamma, LdcpWindowReg.CW_MAX: params.cw_max,
                     LdcpWindowReg.RTT: rtt, LdcpWindowReg.MTU: mtu}
         for reg, target in writable.items():
-            with m.If(csr_accept & (waddr == reg)):
+            with m.If(csr_q_valid & (waddr == reg)):
                 m.d.sync += target.eq(wdata[:len(target)])
-        with m.If(csr_accept & (waddr == LdcpWindowReg.CW)):
-            m.d.sync += cw.eq(Mux(wdata < params.gamma, params.gamma,
-                                  Mux(wdata > params.cw_max, params.cw_max, wdata)))
+        with m.If(csr_q_valid & (waddr == LdcpWindowReg.CW)):
+            m.d.sync += cw.eq(Mux(csr_q_lo, params.gamma, Mux(csr_q_hi, params.cw_max, wdata)))
         with m.If(issue):
             m.d.sync += [pend_m.eq(0), pend_u.eq(0), busy_left.eq(self.LATENCY)]
         with m.Else():

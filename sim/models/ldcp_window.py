@@ -168,8 +168,12 @@ class LdcpWindowModel:
     3. The ACK of this cycle (``n`` saturated at ``m``; ``n = 0`` ignored) is merged into the
        pending event: unmarked adds to ``n_unmarked``; marked makes
        ``n_marked += n_unmarked + n`` and ``n_unmarked = 0``.
-    4. If no update is in flight (or the one in flight commits at this edge), a non-empty
-       pending event is issued with the newest window; otherwise it waits.
+    4. If no update is in flight (or the one in flight commits at this edge) and no register
+       write is being applied, a non-empty pending event is issued with the newest window;
+       otherwise it waits.
+
+    A register write is accepted at one edge (only when idle) and applied at the next one,
+    after the timer step: a window load is clamped to ``[gamma, cw_max]``.
     """
 
     LATENCY = UPDATE_LATENCY
@@ -191,6 +195,7 @@ class LdcpWindowModel:
         self.gate_prod = r.cw_init * r.mtu
         self.sub1 = bool(init["gate_sub1"])
         self.win_bytes = init["win_bytes"]
+        self.write_q: tuple[int, int] | None = None
         self.cycle = 0
         self.issued: deque[tuple[int, Update]] = deque()  # (issue cycle, update), for tests
 
@@ -201,7 +206,8 @@ class LdcpWindowModel:
     def edge(self, ack: Ack | None = None, sent: bool = False,
              write: tuple[int, int] | None = None) -> None:
         """One clock edge.  ``write = (addr, data)``: a register write accepted at this edge
-        (the RTL accepts it only when :attr:`idle` and no ACK is offered)."""
+        (the RTL accepts it only when :attr:`idle` and no ACK is offered); it takes effect at
+        the next edge, which issues no update."""
         r = self.regs
         cw = self.cw
         # 1. timer (on the window of one cycle ago) and gate (two cycles ago)
@@ -219,9 +225,13 @@ class LdcpWindowModel:
         self.gate_prod = cw * r.mtu
         self.cw_d, self.sub1_d = cw & (ONE - 1), cw < ONE
         self.thr = ((r.rtt << FRAC_BITS) - self.cw_d) & ((1 << self.cfg.phase_width) - 1)
+        if self.write_q is not None:          # taken at the previous edge, applied now
+            self._write(*self.write_q)
+        blocked = self.write_q is not None
+        self.write_q = None
         if write is not None:
             assert self.idle and ack is None, "the RTL accepts writes only while idle"
-            self._write(*write)
+            self.write_q = write
         # 2. commit
         done = self.in_flight if self.busy_left == 1 else None
         if done is not None:
@@ -235,7 +245,7 @@ class LdcpWindowModel:
             elif n:
                 pu += n
         # 4. issue
-        if self.busy_left <= 1 and (pm or pu):
+        if self.busy_left <= 1 and not blocked and (pm or pu):
             assert pm + pu <= self.cfg.n_max_event
             self.in_flight = update(r, self.cw, pm, pu)
             self.issued.append((self.cycle, self.in_flight))
@@ -262,4 +272,5 @@ class LdcpWindowModel:
     @property
     def idle(self) -> bool:
         """No update in flight and nothing pending."""
-        return self.busy_left == 0 and not (self.pend_m or self.pend_u)
+        return (self.busy_left == 0 and not (self.pend_m or self.pend_u)
+                and self.write_q is None)
