@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hw.nic.cnp_config import CnpGenConfig
 from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.switch.marker_config import MarkerConfig
@@ -24,6 +25,11 @@ class Top:
 
     def build(self):
         return self.factory(self.config)
+
+
+def _cnp_gen(cfg):
+    from hw.nic.cnp_gen import CnpGenerator
+    return CnpGenerator(cfg)
 
 
 def _dcqcn_rp(cfg):
@@ -73,4 +79,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "DCQCN reaction point, HPCC ns-3 mlx profile (100 Gb/s)"),
     Top("dcqcn_rp_connectx", DcqcnRpConfig.profile("connectx"), _dcqcn_rp,
         "DCQCN reaction point, ConnectX firmware defaults (100 Gb/s)"),
+    # RoCEv2 CNP frame generator (docs/dcqcn.md, "CNP generator").
+    Top("cnp_gen_ipv4", CnpGenConfig(), _cnp_gen,
+        "CNP generator, Ethernet + VLAN + IPv4, 8 bytes per beat"),
+    Top("cnp_gen_ipv6", CnpGenConfig(ip_version=6, data_bytes=16), _cnp_gen,
+        "CNP generator, Ethernet + VLAN + IPv6, 16 bytes per beat"),
 ]}

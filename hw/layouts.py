@@ -17,6 +17,8 @@ __all__ = [
     "Ecn", "QueueOp", "Profile", "Compare", "SamplePoint", "DropReason",
     "MarkerCtrl", "marker_descriptor_layout", "marker_decision_layout", "csr_write_layout",
     "RpEventKind", "RpMode", "rp_event_layout", "rp_state_layout",
+    "ETH_HEADER", "VLAN_TAG", "IPV4_HEADER", "IPV6_HEADER", "UDP_HEADER", "BTH_HEADER",
+    "cnp_request_layout", "byte_beat_layout",
 ]
 
 
@@ -241,3 +243,47 @@ def ldcp_params_layout() -> data.StructLayout:
 
 __all__ += ["LdcpDecRule", "LdcpIncRule", "ldcp_ack_layout", "ldcp_event_layout",
             "ldcp_update_layout", "ldcp_params_layout"]
+
+
+# ---- Packet headers (hw/nic/cnp_gen.py, sim/models/cnp.py) ------------------------------------
+#
+# Byte-order convention: a header layout is the header read as ONE BIG-ENDIAN INTEGER.  Wire
+# byte 0 is the most significant byte of ``layout.const({...}).as_bits()``, so
+# ``bits.to_bytes(layout.size // 8, "big")`` gives the bytes in wire order.  Because Amaranth
+# layouts place their first field at the least significant bits, the fields below are declared
+# from the LAST bit on the wire to the first; each field then holds its natural (network-order)
+# value, bit fields included (IPv4 byte 0: ``version`` is the high nibble, ``ihl`` the low one).
+# Streams of bytes (the CNP generator's output) carry wire byte i in bits [8i, 8i+8) of a beat.
+
+ETH_HEADER = data.StructLayout({"ethertype": 16, "src": 48, "dst": 48})          # 14 bytes
+#: after ETH_HEADER with ethertype = TPID 0x8100: the TCI, then the inner ethertype
+VLAN_TAG = data.StructLayout({"ethertype": 16, "vid": 12, "dei": 1, "pcp": 3})   # 4 bytes
+IPV4_HEADER = data.StructLayout({
+    "dst": 32, "src": 32, "checksum": 16, "protocol": 8, "ttl": 8, "frag_offset": 13,
+    "flags": 3, "id": 16, "total_length": 16, "ecn": 2, "dscp": 6, "ihl": 4, "version": 4,
+})                                                                               # 20 bytes
+IPV6_HEADER = data.StructLayout({
+    "dst": 128, "src": 128, "hop_limit": 8, "next_header": 8, "payload_length": 16,
+    "flow_label": 20, "ecn": 2, "dscp": 6, "version": 4,
+})                                                                               # 40 bytes
+UDP_HEADER = data.StructLayout({"checksum": 16, "length": 16, "dport": 16, "sport": 16})
+BTH_HEADER = data.StructLayout({
+    "psn": 24, "resv7": 7, "ackreq": 1, "dqpn": 24, "resv6": 6, "becn": 1, "fecn": 1,
+    "pkey": 16, "tver": 4, "padcnt": 2, "migreq": 1, "se": 1, "opcode": 8,
+})                                                                               # 12 bytes
+
+
+def cnp_request_layout(cfg) -> data.StructLayout:
+    """One CNP to send: the flow's addresses (as the CNP carries them) and the sender's QP."""
+    ip = 32 if cfg.ip_version == 4 else 128
+    fields = {"dqpn": 24, "src_ip": ip, "dst_ip": ip, "udp_sport": 16}
+    fields["ip_id" if cfg.ip_version == 4 else "flow_label"] = 16 if cfg.ip_version == 4 else 20
+    if cfg.l2 != "none":
+        fields.update({"dst_mac": 48, "src_mac": 48})
+    return data.StructLayout(fields)
+
+
+def byte_beat_layout(data_bytes: int) -> data.StructLayout:
+    """A beat of a byte stream: wire byte i in ``data[8i:8i+8]``; ``keep`` bit i = byte i
+    valid (all ones except possibly on the last beat, whose valid bytes are the low ones)."""
+    return data.StructLayout({"data": 8 * data_bytes, "keep": data_bytes, "last": 1})

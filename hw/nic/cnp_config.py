@@ -1,0 +1,105 @@
+"""Configuration of the RoCEv2 CNP frame generator (:mod:`hw.nic.cnp_gen`).
+
+Elaboration-time: ``ip_version`` (4 or 6), ``l2`` (``"none"``: the frame starts at the IP
+header; ``"eth"``: Ethernet II header; ``"eth_vlan"``: Ethernet + 802.1Q tag carrying the CNP
+priority), ``data_bytes`` (output beat width: 4, 8 or 16 bytes).
+
+Run-time registers (reset values), with the ConnectX names where they exist: ``cnp_dscp``
+(0-63, ConnectX default 48), ``cnp_ecn`` (the CNP's ECN field: ECT(1) = 1 or ECT(0) = 2, so
+that it is never dropped as Not-ECT), ``cnp_802p_prio`` (PCP of the VLAN tag, default 6),
+``vlan_id``, ``ttl`` (IPv4 TTL / IPv6 hop limit), ``pkey`` (BTH P_Key, default 0xFFFF).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from dataclasses import dataclass
+
+from ..params import check_choice, check_int
+
+__all__ = ["CnpGenConfig", "CnpReg", "CNP_PAYLOAD_BYTES", "ROCEV2_PORT", "CNP_OPCODE"]
+
+ROCEV2_PORT = 4791
+CNP_OPCODE = 0x81
+CNP_PAYLOAD_BYTES = 16      #: reserved zero bytes after the BTH
+CSR_ADDR_WIDTH = 3
+CSR_DATA_WIDTH = 32
+
+
+class CnpReg(enum.IntEnum):
+    """Register map (word addresses, write-only through ``csr_w``; applied between frames)."""
+    CNP_DSCP = 0        #: 6 bits
+    CNP_ECN = 1         #: 2 bits
+    CNP_802P_PRIO = 2   #: 3 bits
+    VLAN_ID = 3         #: 12 bits
+    TTL = 4             #: 8 bits (IPv6: hop limit)
+    PKEY = 5            #: 16 bits
+
+
+REG_WIDTHS = {CnpReg.CNP_DSCP: 6, CnpReg.CNP_ECN: 2, CnpReg.CNP_802P_PRIO: 3,
+              CnpReg.VLAN_ID: 12, CnpReg.TTL: 8, CnpReg.PKEY: 16}
+
+
+@dataclass(frozen=True)
+class CnpGenConfig:
+    ip_version: int = 4
+    l2: str = "eth_vlan"
+    data_bytes: int = 8
+    cnp_dscp: int = 48
+    cnp_ecn: int = 1
+    cnp_802p_prio: int = 6
+    vlan_id: int = 0
+    ttl: int = 64
+    pkey: int = 0xFFFF
+
+    def __post_init__(self):
+        check_choice(self, "ip_version", self.ip_version, (4, 6))
+        check_choice(self, "l2", self.l2, ("none", "eth", "eth_vlan"))
+        check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
+        check_int(self, "cnp_dscp", self.cnp_dscp, 0, 63)
+        check_choice(self, "cnp_ecn", self.cnp_ecn, (1, 2))
+        check_int(self, "cnp_802p_prio", self.cnp_802p_prio, 0, 7)
+        check_int(self, "vlan_id", self.vlan_id, 0, 4095)
+        check_int(self, "ttl", self.ttl, 1, 255)
+        check_int(self, "pkey", self.pkey, 0, 0xFFFF)
+
+    def replace(self, **changes) -> CnpGenConfig:
+        return dataclasses.replace(self, **changes)
+
+    def registers(self) -> dict[CnpReg, int]:
+        """Reset values of the registers (already in hardware units)."""
+        return {CnpReg.CNP_DSCP: self.cnp_dscp, CnpReg.CNP_ECN: self.cnp_ecn,
+                CnpReg.CNP_802P_PRIO: self.cnp_802p_prio, CnpReg.VLAN_ID: self.vlan_id,
+                CnpReg.TTL: self.ttl, CnpReg.PKEY: self.pkey}
+
+    # -- frame geometry ------------------------------------------------------------------------
+    @property
+    def l2_bytes(self) -> int:
+        return {"none": 0, "eth": 14, "eth_vlan": 18}[self.l2]
+
+    @property
+    def ip_bytes(self) -> int:
+        return 20 if self.ip_version == 4 else 40
+
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes out of the generator: L2 + IP + UDP 8 + BTH 12 + 16 reserved + ICRC 4."""
+        return self.l2_bytes + self.ip_bytes + 8 + 12 + CNP_PAYLOAD_BYTES + 4
+
+    @property
+    def beats(self) -> int:
+        return -(-self.frame_bytes // self.data_bytes)
+
+    @property
+    def crc_bytes(self) -> int:
+        """ICRC input: 8 bytes of 0xFF + IP .. payload (a multiple of 4)."""
+        return 8 + self.ip_bytes + 8 + 12 + CNP_PAYLOAD_BYTES
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CnpGenConfig:
+        return cls(**json.loads(text))

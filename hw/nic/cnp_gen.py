@@ -1,0 +1,241 @@
+"""RoCEv2 CNP frame generator: one request (flow addresses + the sender's QP) in, the CNP frame
+out as a byte stream, with the IPv4 header checksum and the ICRC computed in hardware.
+
+See ``docs/dcqcn.md`` ("CNP generator") and :mod:`sim.models.cnp` (the byte-exact model).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..layouts import (
+    BTH_HEADER,
+    ETH_HEADER,
+    IPV4_HEADER,
+    IPV6_HEADER,
+    UDP_HEADER,
+    VLAN_TAG,
+    byte_beat_layout,
+    cnp_request_layout,
+    csr_write_layout,
+)
+from .cnp_config import (
+    CNP_OPCODE,
+    CNP_PAYLOAD_BYTES,
+    CSR_ADDR_WIDTH,
+    CSR_DATA_WIDTH,
+    REG_WIDTHS,
+    ROCEV2_PORT,
+    CnpGenConfig,
+    CnpReg,
+)
+
+__all__ = ["CnpGenerator", "crc32_step_matrix", "pack_fields", "be_bytes"]
+
+CRC32_REFLECTED_POLY = 0xEDB88320   #: the Ethernet / zlib CRC-32, reflected form
+
+
+def crc32_step_matrix(data_bits: int):
+    """The parallel update of the reflected CRC-32 register over ``data_bits`` input bits
+    (input bit 0 first, as Ethernet sends a byte LSB first): for each next-state bit, the state
+    bits and data bits whose XOR it is.  Derived by unrolling the bit-serial LFSR over GF(2)."""
+    state = [{("c", j)} for j in range(32)]
+    for i in range(data_bits):
+        fb = state[0] ^ {("d", i)}
+        state = state[1:] + [set()]
+        for j in range(32):
+            if (CRC32_REFLECTED_POLY >> j) & 1:
+                state[j] = state[j] ^ fb
+    return [(sorted(j for k, j in bit if k == "c"), sorted(i for k, i in bit if k == "d"))
+            for bit in state]
+
+
+def pack_fields(layout, values: dict) -> Value:
+    """A header as a Value, packed through ``layout`` (fields at the layout's offsets)."""
+    parts = []
+    for name, field in sorted(layout, key=lambda nf: nf[1].offset):
+        v = values[name]
+        parts.append(Const(v, field.width) if isinstance(v, int) else Value.cast(v)[:field.width])
+    return Cat(*parts)
+
+
+def be_bytes(value: Value, nbytes: int) -> list[Value]:
+    """The wire bytes of a header Value (a big-endian integer, ``hw.layouts`` convention)."""
+    return [value[8 * (nbytes - 1 - i):8 * (nbytes - i)] for i in range(nbytes)]
+
+
+class CnpGenerator(wiring.Component):
+    """RoCEv2 CNP frame generator.
+
+    Parameters
+    ----------
+    config : CnpGenConfig
+        IP version, L2 header, beat width, and the reset values of the registers.
+
+    Ports
+    -----
+    request : In(stream(cnp_request_layout))
+        One CNP to send: DestQP (the QP at the flow's sender), source and destination IP (the
+        CNP's: the receiver's and the sender's), UDP source port, IPv4 identification or IPv6
+        flow label, and (with an L2 header) the MAC addresses.
+    frame : Out(stream(byte_beat_layout(data_bytes)))
+        The frame, ``data_bytes`` bytes per beat, wire byte i of a beat in ``data[8i:8i+8]``;
+        ``keep`` marks valid bytes (low ones) and ``last`` the final beat.  No FCS (the MAC
+        appends it).
+    csr_w : In(stream(csr_write_layout(3, 32)))
+        Register writes (:class:`CnpReg`), taken only between frames (a write has priority
+        over a waiting request, so that the request uses the new value).
+
+    Latency and throughput
+    ----------------------
+    The first beat is valid the cycle after the request is accepted; the ICRC is computed 4
+    bytes per cycle (``crc_bytes / 4`` cycles: 17 for IPv4, 22 for IPv6) while the first beats
+    leave, and the beat that holds the ICRC waits for it.  A new request is accepted the cycle
+    after the last beat: IPv4 with Ethernet + VLAN at 8 bytes per beat sends one CNP every 19
+    cycles.
+    """
+
+    def __init__(self, config: CnpGenConfig):
+        if not isinstance(config, CnpGenConfig):
+            raise TypeError(f"CnpGenerator needs a CnpGenConfig, not {config!r}")
+        self.config = config
+        super().__init__({
+            "request": In(stream.Signature(cnp_request_layout(config))),
+            "frame": Out(stream.Signature(byte_beat_layout(config.data_bytes))),
+            "csr_w": In(stream.Signature(csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH))),
+        })
+
+    def _ip_udp_bth(self, req, regs, cksum, masked: bool) -> list[Value]:
+        cfg = self.config
+        udp_len = 8 + 12 + CNP_PAYLOAD_BYTES + 4
+        if cfg.ip_version == 4:
+            ip = dict(version=4, ihl=5, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
+                      total_length=20 + udp_len, id=req.ip_id, flags=0b010, frag_offset=0,
+                      ttl=regs[CnpReg.TTL], protocol=17, checksum=cksum, src=req.src_ip,
+                      dst=req.dst_ip)
+            if masked:
+                ip.update(dscp=0x3F, ecn=3, ttl=0xFF, checksum=0xFFFF)
+            out = be_bytes(pack_fields(IPV4_HEADER, ip), 20)
+        else:
+            ip = dict(version=6, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
+                      flow_label=req.flow_label, payload_length=udp_len, next_header=17,
+                      hop_limit=regs[CnpReg.TTL], src=req.src_ip, dst=req.dst_ip)
+            if masked:
+                ip.update(dscp=0x3F, ecn=3, flow_label=0xFFFFF, hop_limit=0xFF)
+            out = be_bytes(pack_fields(IPV6_HEADER, ip), 40)
+        udp = dict(sport=req.udp_sport, dport=ROCEV2_PORT, length=udp_len,
+                   checksum=0xFFFF if masked else 0)
+        bth = dict(opcode=CNP_OPCODE, se=0, migreq=0, padcnt=0, tver=0,
+                   pkey=regs[CnpReg.PKEY], fecn=1 if masked else 0, becn=1,
+                   resv6=0x3F if masked else 0, dqpn=req.dqpn, ackreq=0, resv7=0, psn=0)
+        out += be_bytes(pack_fields(UDP_HEADER, udp), 8)
+        out += be_bytes(pack_fields(BTH_HEADER, bth), 12)
+        out += [Const(0, 8)] * CNP_PAYLOAD_BYTES
+        return out
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        W = cfg.data_bytes
+        L = cfg.frame_bytes
+        ethertype = 0x0800 if cfg.ip_version == 4 else 0x86DD
+
+        # ---- registers (reset values from the configuration) -------------------------------
+        regs = {reg: Signal(REG_WIDTHS[reg], name=reg.name.lower(), init=value)
+                for reg, value in cfg.registers().items()}
+
+        # ---- state --------------------------------------------------------------------------
+        busy = Signal()
+        req = Signal(cnp_request_layout(cfg))
+        cksum = Signal(16)                          # IPv4 header checksum of the request
+        crc = Signal(32, init=0xFFFFFFFF)           # reflected CRC-32 register
+        crc_words = cfg.crc_bytes // 4
+        crc_idx = Signal(range(crc_words))
+        crc_done = Signal()
+        beat = Signal(range(cfg.beats))
+
+        # ---- handshake conditions -----------------------------------------------------------
+        m.d.comb += [
+            self.csr_w.ready.eq(~busy),
+            self.request.ready.eq(~busy & ~self.csr_w.valid),
+        ]
+        req_accept = self.request.valid & self.request.ready
+        csr_accept = self.csr_w.valid & self.csr_w.ready
+        beat_done = self.frame.valid & self.frame.ready
+        last_beat = beat == cfg.beats - 1
+
+        # ---- stage 0: accept a request, with its IPv4 header checksum (RFC 1071) ------------
+        if cfg.ip_version == 4:
+            hdr = pack_fields(IPV4_HEADER, dict(
+                version=4, ihl=5, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
+                total_length=60, id=self.request.payload.ip_id, flags=0b010, frag_offset=0,
+                ttl=regs[CnpReg.TTL], protocol=17, checksum=0, src=self.request.payload.src_ip,
+                dst=self.request.payload.dst_ip))
+            total = sum(hdr[16 * k:16 * (k + 1)] for k in range(10))      # up to 20 bits
+            fold1 = total[:16] + total[16:]
+            fold2 = (fold1[:16] + fold1[16:])[:16]
+            new_cksum = ~fold2
+        with m.If(req_accept):
+            m.d.sync += [req.eq(self.request.payload), busy.eq(1), beat.eq(0), crc_idx.eq(0),
+                         crc_done.eq(0), crc.eq(0xFFFFFFFF)]
+            if cfg.ip_version == 4:
+                m.d.sync += cksum.eq(new_cksum)
+
+        # ---- stage 1: the ICRC, 4 bytes per cycle ----------------------------------------------
+        crc_in = [Const(0xFF, 8)] * 8 + self._ip_udp_bth(req, regs, cksum, masked=True)
+        crc_flat = Cat(*crc_in)
+        word = Signal(32)
+        with m.Switch(crc_idx):
+            for k in range(crc_words):
+                with m.Case(k) if k < crc_words - 1 else m.Default():
+                    m.d.comb += word.eq(crc_flat[32 * k:32 * (k + 1)])
+        matrix = crc32_step_matrix(32)
+        crc_next = Cat(*[reduce(lambda a, b: a ^ b, [crc[j] for j in cs] + [word[i] for i in ds])
+                         for cs, ds in matrix])
+        with m.If(busy & ~crc_done):
+            m.d.sync += [crc.eq(crc_next), crc_idx.eq(crc_idx + 1)]
+            with m.If(crc_idx == crc_words - 1):
+                m.d.sync += crc_done.eq(1)
+
+        # ---- output beats ---------------------------------------------------------------------
+        l2 = []
+        if cfg.l2 == "eth":
+            l2 = be_bytes(pack_fields(ETH_HEADER, dict(dst=req.dst_mac, src=req.src_mac,
+                                                       ethertype=ethertype)), 14)
+        elif cfg.l2 == "eth_vlan":
+            l2 = be_bytes(pack_fields(ETH_HEADER, dict(dst=req.dst_mac, src=req.src_mac,
+                                                       ethertype=0x8100)), 14)
+            l2 += be_bytes(pack_fields(VLAN_TAG, dict(pcp=regs[CnpReg.CNP_802P_PRIO], dei=0,
+                                                      vid=regs[CnpReg.VLAN_ID],
+                                                      ethertype=ethertype)), 4)
+        icrc = ~crc                                  # final XOR; sent LSB first
+        frame = l2 + self._ip_udp_bth(req, regs, cksum, masked=False) + \
+            [icrc[8 * i:8 * i + 8] for i in range(4)]
+        frame += [Const(0, 8)] * (cfg.beats * W - L)
+        first_icrc_beat = (L - 4) // W
+        tail_keep = (1 << (L - (cfg.beats - 1) * W)) - 1
+        out = self.frame.payload
+        m.d.comb += [
+            self.frame.valid.eq(busy & ((beat < first_icrc_beat) | crc_done)),
+            out.keep.eq(Mux(last_beat, tail_keep, (1 << W) - 1)),
+            out.last.eq(last_beat),
+        ]
+        frame_flat = Cat(*frame)
+        with m.Switch(beat):
+            for k in range(cfg.beats):
+                with m.Case(k) if k < cfg.beats - 1 else m.Default():
+                    m.d.comb += out.data.eq(frame_flat[8 * W * k:8 * W * (k + 1)])
+        with m.If(beat_done):
+            m.d.sync += beat.eq(beat + 1)
+            with m.If(last_beat):
+                m.d.sync += busy.eq(0)
+
+        # ---- register writes --------------------------------------------------------------------
+        for reg, target in regs.items():
+            with m.If(csr_accept & (self.csr_w.payload.addr == reg)):
+                m.d.sync += target.eq(self.csr_w.payload.data[:len(target)])
+        return m
