@@ -97,6 +97,14 @@ class CnpGenConfig:
         """ICRC input: 8 bytes of 0xFF + IP .. payload (a multiple of 4)."""
         return 8 + self.ip_bytes + 8 + 12 + CNP_PAYLOAD_BYTES
 
+    @property
+    def cycles_per_cnp(self) -> int:
+        """Cycles between accepted requests, back to back without back-pressure: the last beat
+        leaves ``max(beats, crc_words + ICRC beats)`` edges after the request's, and the next
+        request is accepted one edge later."""
+        first_icrc_beat = (self.frame_bytes - 4) // self.data_bytes
+        return max(self.beats, self.crc_bytes // 4 + self.beats - first_icrc_beat) + 1
+
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 

@@ -93,10 +93,11 @@ class CnpGenerator(wiring.Component):
     Latency and throughput
     ----------------------
     The first beat is valid the cycle after the request is accepted; the ICRC is computed 4
-    bytes per cycle (``crc_bytes / 4`` cycles: 17 for IPv4, 22 for IPv6) while the first beats
-    leave, and the beat that holds the ICRC waits for it.  A new request is accepted the cycle
-    after the last beat: IPv4 with Ethernet + VLAN at 8 bytes per beat sends one CNP every 19
-    cycles.
+    bytes per cycle (``crc_bytes / 4`` cycles: 16 for IPv4, 21 for IPv6) while the first beats
+    leave, and the beat(s) holding the ICRC wait for it.  A new request is accepted the cycle
+    after the last beat (``CnpGenConfig.cycles_per_cnp``): IPv4 with Ethernet + VLAN at 8 bytes
+    per beat sends one CNP every 18 cycles (last beat 17 cycles after the request), IPv6 at 16
+    bytes per beat one every 24.
     """
 
     def __init__(self, config: CnpGenConfig):
