@@ -14,6 +14,7 @@ from hw.nic.cnp_config import CnpGenConfig
 from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.switch.marker_config import MarkerConfig
+from hw.switch.qcn_cp_config import QcnCpConfig
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ def _dcqcn_rp(cfg):
 def _ldcp_window(cfg):
     from hw.nic.ldcp_window import LdcpWindow
     return LdcpWindow(cfg)
+
+
+def _qcn_cp(cfg):
+    from hw.switch.qcn_cp import QcnCp
+    return QcnCp(cfg)
 
 
 def _marker(cfg):
@@ -84,4 +90,7 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "CNP generator, Ethernet + VLAN + IPv4, 8 bytes per beat"),
     Top("cnp_gen_ipv6", CnpGenConfig(ip_version=6, data_bytes=16), _cnp_gen,
         "CNP generator, Ethernet + VLAN + IPv6, 16 bytes per beat"),
+    # QCN congestion point: feedback, quantization, jittered sampling (docs/qcn.md).
+    Top("qcn_cp", QcnCpConfig(), _qcn_cp,
+        "QCN congestion point, IEEE 802.1Q CN MIB defaults (Q_eq 26000 B, w 2, jitter 15 %)"),
 ]}

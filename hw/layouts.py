@@ -287,3 +287,21 @@ def byte_beat_layout(data_bytes: int) -> data.StructLayout:
     """A beat of a byte stream: wire byte i in ``data[8i:8i+8]``; ``keep`` bit i = byte i
     valid (all ones except possibly on the last beat, whose valid bytes are the low ones)."""
     return data.StructLayout({"data": 8 * data_bytes, "keep": data_bytes, "last": 1})
+
+
+# ------------------------------------------------------------------------------------------------
+# QCN congestion point (hw/switch/qcn_cp.py) and reaction point (hw/nic/qcn_rp.py)
+# ------------------------------------------------------------------------------------------------
+__all__ += ["qcn_cp_frame_layout", "qcn_cp_decision_layout"]
+
+
+def qcn_cp_frame_layout(cfg) -> data.StructLayout:
+    """A frame arriving at the CP's queue: the queue depth it finds (bytes) and its length."""
+    return data.StructLayout({"qlen": cfg.occ_width, "length": cfg.len_width})
+
+
+def qcn_cp_decision_layout(cfg) -> data.StructLayout:
+    """One decision per frame: sampled or not; for a sampled frame with Fb < 0, ``cnm`` and the
+    CNM fields (qntzFb; QOffset and QDelta in 64-byte units, int16 two's complement)."""
+    return data.StructLayout({"sampled": 1, "cnm": 1, "qntz_fb": 6, "q_off": 16, "q_delta": 16})
+

@@ -1,0 +1,172 @@
+"""QCN congestion point: configuration, validation.md known answers, the quantization against
+exact rationals, the bit-exact model against the float reference, and the RTL in Amaranth's
+simulator against the model.  (The long random runs are in cocotb_tests/, on Verilator.)"""
+
+import math
+import random
+from fractions import Fraction
+
+import pytest
+from amaranth.sim import Simulator
+
+from hw.params import ConfigError
+from hw.switch.qcn_cp import QcnCp
+from hw.switch.qcn_cp_config import SAMPLE_TABLE, QcnCpConfig
+from sim.models.qcn import CpCodec, CpDecision, CpFrame, CpModel
+from sim.reference.qcn import cp_feedback, cp_interval, cp_quantize
+
+EVERY_FRAME = QcnCpConfig(sample_table=(1,) * 8, jitter=0.0)   # every frame is a sample
+
+
+@pytest.mark.parametrize("field, value, text", [
+    ("q_eq", 0, "QcnCpConfig.q_eq = 0 is out of range: allowed integer 1 <= q_eq"),
+    ("w", 16, "QcnCpConfig.w = 16 is out of range: allowed integer 0 <= w <= 15"),
+    ("jitter", 0.6, "QcnCpConfig.jitter = 0.6 is out of range: allowed 0.0 <= jitter <= 0.5"),
+    ("sample_table", (1, 2), "QcnCpConfig.sample_table = (1, 2) is out of range"),
+    ("sample_table", (0,) * 8, "sample_table"),
+    ("draw_bits", 0, "QcnCpConfig.draw_bits = 0"),
+])
+def test_config_errors_name_field_value_range(field, value, text):
+    with pytest.raises(ConfigError) as e:
+        QcnCpConfig(**{field: value})
+    assert text in str(e.value)
+    assert e.value.field == field
+
+
+def test_defaults_are_the_mib_values():
+    cfg = QcnCpConfig()
+    assert (cfg.q_eq, cfg.w, cfg.sample_table) == (26_000, 2, SAMPLE_TABLE)
+    assert cfg.fb_max == 130_000
+    assert QcnCpConfig.from_json(cfg.to_json()) == cfg
+
+
+# validation.md, "QCN congestion point", Q_eq 26000, w 2:
+#   (Q, Q_old) -> Fb, message; qntzFb by hand: ceil(min(|Fb|, 130000) * 63 / 130000);
+#   QOffset/QDelta by hand: floor(bytes / 64).
+KNOWN = [
+    (40_000, 36_000, -22_000, CpDecision(True, True, 11, 218, 62)),       # 10.66 -> 11
+    (100_000, 60_000, -154_000, CpDecision(True, True, 63, 1156, 625)),   # saturates: 63
+    (30_000, 29_000, -6_000, CpDecision(True, True, 3, 62, 15)),          # 2.91 -> 3
+    (20_000, 30_000, 26_000, CpDecision(True, False, 0, 0, 0)),           # Fb > 0: no CNM
+]
+
+
+@pytest.mark.parametrize("q, q_old, fb, expected", KNOWN)
+def test_known_answers_model(q, q_old, fb, expected):
+    assert cp_feedback(q, q_old, 26_000, 2) == fb
+    model = CpModel(EVERY_FRAME)
+    model.step(CpFrame(q_old, 1))            # this sample sets Q_old
+    assert model.q_old == q_old
+    assert model.step(CpFrame(q, 1)) == expected
+
+
+@pytest.mark.parametrize("q_eq, w", [(26_000, 2), (26_000, 0), (12_345, 3), (1, 15)])
+def test_quantization_is_the_exact_ceiling(q_eq, w):
+    reg = QcnCpConfig(q_eq=q_eq, w=w).registers()
+    fb_max = q_eq * (2 * w + 1)
+    mags = range(1, fb_max + 1) if fb_max <= 200_000 else \
+        [*range(1, 70_000), *random.Random(1).sample(range(fb_max), 50_000), fb_max]
+    for mag in mags:
+        assert CpModel.quantize(reg, mag) == math.ceil(Fraction(mag * 63, fb_max)), mag
+    assert CpModel.quantize(reg, fb_max * 5) == 63       # saturation
+
+
+def test_model_against_float_reference():
+    """Every sample: qntzFb equal to the float reference's, and the next interval within the
+    derived bound of 2 bytes (round(S(1-j)) and round(2jS) each off by <= 1/2, the floor of the
+    product by < 1)."""
+    cfg = QcnCpConfig(sample_table=tuple(s // 20 for s in SAMPLE_TABLE))
+    model, rng = CpModel(cfg), random.Random(5)
+    lfsr, q_old, worst, qntzs = cfg.lfsr.seed, 0, 0.0, set()
+    q = 26_000
+    for _ in range(60_000):
+        q = max(0, min(200_000, q + rng.randint(-1500, 1600)))
+        d = model.step(CpFrame(q, rng.choice((64, 512, 1500))))
+        if d.sampled:
+            fb = cp_feedback(q, q_old, cfg.q_eq, cfg.w)
+            q_old = q
+            assert d.qntz_fb == cp_quantize(fb, cfg.q_eq, cfg.w)
+            assert d.cnm == (fb < 0)
+            lfsr, r = cfg.lfsr.draw(lfsr, cfg.draw_bits)
+            ref = cp_interval(cfg.sample_table, d.qntz_fb, cfg.jitter, r / (1 << cfg.draw_bits))
+            worst = max(worst, abs(model.remaining - ref))
+            qntzs.add(d.qntz_fb)
+    assert worst < 2
+    assert len(qntzs) > 30 and model.cnms > 500 and model.samples > model.cnms
+
+
+def test_sampling_rate_follows_the_table():
+    """Constant congestion (Q = 60000, steady): samples every S[qntzFb >> 3] (1 +/- 15 %)
+    bytes on average; with 64-byte frames, S / 64 + 1/2 frames per sample within 2 %."""
+    cfg = QcnCpConfig()
+    model = CpModel(cfg)
+    model.q_old = 60_000
+    frames = 0
+    for _ in range(2_000_000):
+        frames += 1
+        model.step(CpFrame(60_000, 64))
+    # Q_off 34000, Q_delta 0 after the first sample: qntzFb = ceil(34000*63/130000) = 17
+    assert CpModel.quantize(model.reg, 34_000) == 17
+    expected = SAMPLE_TABLE[17 >> 3] / 64 + 0.5
+    assert abs(frames / model.samples - expected) / expected < 0.02
+
+
+def run_rtl(cfg, frames, p_ready=0.7):
+    dut, codec, got = QcnCp(cfg), CpCodec(cfg), []
+
+    async def sender(ctx):
+        for f in frames:
+            ctx.set(dut.frame.payload.as_value(), codec.pack_frame(f))
+            ctx.set(dut.frame.valid, 1)
+            await ctx.tick().until(dut.frame.ready)
+        ctx.set(dut.frame.valid, 0)
+
+    async def receiver(ctx):
+        rng = random.Random(3)
+        while len(got) < len(frames):
+            ctx.set(dut.decision.ready, rng.random() < p_ready)
+            *_, payload, valid, ready = await ctx.tick().sample(
+                dut.decision.payload, dut.decision.valid, dut.decision.ready)
+            if valid and ready:
+                got.append(codec.unpack_decision(payload.as_value().value))
+
+    sim = Simulator(dut)
+    sim.add_clock(4e-9)
+    sim.add_testbench(sender)
+    sim.add_testbench(receiver)
+    sim.run()
+    return got
+
+
+@pytest.mark.parametrize("q, q_old, fb, expected", KNOWN)
+def test_known_answers_rtl(q, q_old, fb, expected):
+    got = run_rtl(EVERY_FRAME, [CpFrame(q_old, 1), CpFrame(q, 1)], p_ready=1.0)
+    assert got[1] == expected
+
+
+def test_rtl_random_frames_match_model():
+    cfg = QcnCpConfig(sample_table=(3000, 2500, 2000, 1500, 1200, 1000, 800, 600), jitter=0.3)
+    rng = random.Random(11)
+    frames, q = [], 20_000
+    for _ in range(500):
+        q = max(0, min((1 << 24) - 1, q + rng.randint(-3000, 3200)))
+        frames.append(CpFrame(rng.choice((q, q, q, 0, (1 << 24) - 1)),
+                              rng.choice((0, 64, 300, 1500, (1 << 14) - 1))))
+    model = CpModel(cfg)
+    expected = [model.step(f) for f in frames]
+    assert run_rtl(cfg, frames) == expected
+    assert model.cnms > 20 and model.samples > model.cnms
+
+
+def test_rtl_quantization_edges():
+    """Steady queue (Q = Q_old): -Fb = Q - 26000.  Edge magnitudes: 1, where 63 |Fb| is just
+    above a multiple of Fb_max (the ceiling's +Fb_max-1 matters), band edges, Fb_max +/- 1."""
+    fb_max = 130_000
+    inv = pow(63, -1, fb_max)                 # 63 * inv == 1 (mod Fb_max)
+    mags = [1, inv, 2 * inv % fb_max, fb_max - 1, fb_max, fb_max + 1,
+            *[(k * fb_max) // 63 for k in (8, 16, 24, 56)], *[(k * fb_max) // 63 + 1
+                                                              for k in (8, 16, 24, 56)]]
+    frames = [f for mag in mags for f in (CpFrame(26_000 + mag, 1), CpFrame(26_000 + mag, 1))]
+    got = run_rtl(EVERY_FRAME, frames, p_ready=1.0)
+    for mag, d in zip(mags, got[1::2], strict=True):
+        assert d.qntz_fb == math.ceil(Fraction(min(mag, fb_max) * 63, fb_max)), mag
