@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from hw.nic.cnp_config import CnpGenConfig
 from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
+from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import QcnCpConfig
 
@@ -41,6 +42,11 @@ def _dcqcn_rp(cfg):
 def _ldcp_window(cfg):
     from hw.nic.ldcp_window import LdcpWindow
     return LdcpWindow(cfg)
+
+
+def _qcn_rp(cfg):
+    from hw.nic.qcn_rp import QcnRp
+    return QcnRp(cfg)
 
 
 def _qcn_cp(cfg):
@@ -93,4 +99,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     # QCN congestion point: feedback, quantization, jittered sampling (docs/qcn.md).
     Top("qcn_cp", QcnCpConfig(), _qcn_cp,
         "QCN congestion point, IEEE 802.1Q CN MIB defaults (Q_eq 26000 B, w 2, jitter 15 %)"),
+    # QCN reaction point, one rate limiter (docs/qcn.md).
+    Top("qcn_rp", QcnRpConfig(), _qcn_rp,
+        "QCN reaction point, IEEE 802.1Q CN MIB defaults, 10 Gb/s, no jitter"),
+    Top("qcn_rp_jitter", QcnRpConfig(line_rate_mbps=100_000, jitter=0.15), _qcn_rp,
+        "QCN reaction point, 100 Gb/s, reloads jittered +/-15 %"),
 ]}

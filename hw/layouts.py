@@ -305,3 +305,30 @@ def qcn_cp_decision_layout(cfg) -> data.StructLayout:
     CNM fields (qntzFb; QOffset and QDelta in 64-byte units, int16 two's complement)."""
     return data.StructLayout({"sampled": 1, "cnm": 1, "qntz_fb": 6, "q_off": 16, "q_delta": 16})
 
+
+__all__ += ["QcnRpEventKind", "qcn_rp_event_layout", "qcn_rp_state_layout"]
+
+
+class QcnRpEventKind(enum.Enum, shape=1):
+    """An event of the QCN reaction point (time passing is the clock itself)."""
+    CNM = 0   #: a CNM arrived with quantized feedback ``fb``
+    TX = 1    #: the rate limiter sent ``bytes`` bytes
+
+
+def qcn_rp_event_layout(cfg) -> data.StructLayout:
+    return data.StructLayout({"kind": QcnRpEventKind, "fb": 6, "bytes": cfg.byte_width})
+
+
+def qcn_rp_state_layout(cfg) -> data.StructLayout:
+    """State of one QCN rate limiter (docs/qcn.md, "Reaction point")."""
+    return data.StructLayout({
+        "cr": cfg.rate_width,          # current rate, UQ.10 Mb/s
+        "tr": cfg.rate_width,          # target rate, UQ.10 Mb/s
+        "bc": cfg.byte_width,          # byte counter: bytes left before the next byte cycle
+        "b_stage": 8,                  # ByteStage (saturates at 255)
+        "t_cnt": cfg.timer_width,      # timer: cycles left (runs once active)
+        "t_stage": 8,                  # TimeStage (saturates at 255)
+        "active": 1,                   # a CNM has been received: counters run
+        "fresh": 1,                    # no increase since the last cut (TR > 10 CR guard)
+    })
+

@@ -43,7 +43,7 @@ class QcnCp(wiring.Component):
     ----------------------
     A frame that is not sampled: its decision is registered on the edge that accepts it
     (latency 1) and the next frame can be taken on the following edge: one frame per clock.
-    A sampled frame goes through four stages (``-Fb``; saturation and ceiling numerator;
+    A sampled frame goes through four stages (``-Fb``; saturation at ``Fb_max``;
     reciprocal multiply = ``qntzFb`` and the LFSR draw; the jittered reload), decision after 4
     edges; ``frame.ready`` is low meanwhile (4 bubbles per sample; a sample is at most once per
     ``min(lo)`` bytes, so the sustained rate stays above 1 frame/clock x (1 - 4 / frames per
@@ -66,7 +66,6 @@ class QcnCp(wiring.Component):
         cfg = self.config
         reg = cfg.registers()
         W, D = cfg.occ_width, cfg.draw_bits
-        n_max = QNTZ_MAX * reg.fb_max + reg.fb_max - 1
 
         remaining = Signal(W, init=reg.first_interval)
         q_old = Signal(W)
@@ -79,7 +78,7 @@ class QcnCp(wiring.Component):
         s2_off = Signal(signed(W + 1 - QOFF_UNIT_SHIFT))      # 64-byte units (floor)
         s2_delta = Signal(signed(W + 1 - QOFF_UNIT_SHIFT))
         s3_pos = Signal()
-        s3_n = Signal(bits_for(n_max))
+        s3_mag = Signal(bits_for(reg.fb_max))
         s3_off16, s3_delta16 = Signal(16), Signal(16)
         s4_pos = Signal()
         s4_qntz = Signal(QNTZ_BITS)
@@ -117,18 +116,19 @@ class QcnCp(wiring.Component):
                      s2_off.eq(s1_off >> QOFF_UNIT_SHIFT),
                      s2_delta.eq(s1_delta >> QOFF_UNIT_SHIFT)]
 
-        # ---- stage 2: saturate at Fb_max, numerator of the ceiling; CNM offsets ----------------
-        mag = Mux(s2_s > reg.fb_max, reg.fb_max, s2_s)[:bits_for(reg.fb_max)]
+        # ---- stage 2: saturate at Fb_max; CNM offsets -----------------------------------------
         m.d.sync += [
             p3.eq(p2),
             s3_pos.eq(s2_s > 0),
-            s3_n.eq(mag * QNTZ_MAX + (reg.fb_max - 1)),
+            s3_mag.eq(Mux(s2_s > reg.fb_max, reg.fb_max, s2_s)[:len(s3_mag)]),
             s3_off16.eq(_sat_i16(s2_off)),
             s3_delta16.eq(_sat_i16(s2_delta)),
         ]
 
-        # ---- stage 3: qntzFb by the reciprocal multiply; the jitter draw -----------------------
-        qntz = (s3_n * Const(reg.qntz_mult)) >> reg.qntz_shift
+        # ---- stage 3: qntzFb = ((63 mag + Fb_max - 1) M) >> K, folded into one constant
+        # multiply and a constant add: (mag (63 M) + (Fb_max - 1) M) >> K; the jitter draw -----
+        qntz = (s3_mag * Const(QNTZ_MAX * reg.qntz_mult)
+                + Const((reg.fb_max - 1) * reg.qntz_mult)) >> reg.qntz_shift
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
         m.d.sync += [p4.eq(p3), s4_pos.eq(s3_pos), s4_off16.eq(s3_off16),
                      s4_delta16.eq(s3_delta16)]

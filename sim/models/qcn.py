@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from hw.layouts import LayoutCodec, qcn_cp_decision_layout, qcn_cp_frame_layout
 from hw.switch.qcn_cp_config import QNTZ_MAX, QOFF_UNIT_SHIFT, QcnCpConfig
 
-__all__ = ["CpFrame", "CpDecision", "CpModel", "CpCodec", "saturate_i16"]
+__all__ = ["CpFrame", "CpDecision", "CpModel", "CpCodec", "saturate_i16", "Cnm", "Tx", "RpState",
+           "RpCodec", "RpModel"]
 
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
 
@@ -106,3 +107,163 @@ class CpModel:
             return CpDecision(sampled=True)
         return CpDecision(True, True, qntz, saturate_i16(q_off >> QOFF_UNIT_SHIFT),
                           saturate_i16(q_delta >> QOFF_UNIT_SHIFT))
+
+
+# ================================================================================================
+# Reaction point
+# ================================================================================================
+
+@dataclass(frozen=True)
+class Cnm:
+    """A CNM for this rate limiter with quantized feedback ``fb`` (0..63)."""
+    fb: int
+
+
+@dataclass(frozen=True)
+class Tx:
+    """The rate limiter sent ``nbytes`` bytes."""
+    nbytes: int
+
+
+@dataclass
+class RpState:
+    cr: int
+    tr: int
+    bc: int = 0
+    b_stage: int = 0
+    t_cnt: int = 0
+    t_stage: int = 0
+    active: int = 0
+    fresh: int = 0
+
+
+class RpCodec:
+    def __init__(self, cfg):
+        from hw.layouts import QcnRpEventKind, qcn_rp_event_layout, qcn_rp_state_layout
+        self.kind = QcnRpEventKind
+        self.ev = LayoutCodec(qcn_rp_event_layout(cfg))
+        self.st = LayoutCodec(qcn_rp_state_layout(cfg))
+
+    def event(self, ev) -> int:
+        if isinstance(ev, Cnm):
+            return self.ev.pack({"kind": self.kind.CNM, "fb": ev.fb})
+        return self.ev.pack({"kind": self.kind.TX, "bytes": ev.nbytes})
+
+    def state(self, bits: int) -> RpState:
+        return RpState(**self.st.unpack(bits))
+
+
+class RpModel:
+    """Bit-exact QCN reaction point, one clock cycle per :meth:`step` (with an event) or per
+    idle cycle (:meth:`idle`).  Rules (``docs/qcn.md``, "Reaction point"):
+
+    - CNM(fb): ``TR = CR``; ``CR = max(CR - ((CR fb) >> gd), (CR mdf) >> 8, MinRate)``; stages 0;
+      BC and timer reloaded (full) from one draw; active; fresh.
+    - TX(n) while active: ``n >= BC``: a byte cycle (ByteStage + 1, BC reloaded, half once
+      ByteStage >= F, increase); else ``BC -= n``.
+    - Timer while active: a cycle with ``t_cnt == 1`` and no CNM or byte cycle is a timer cycle
+      (TimeStage + 1, reload, half once TimeStage >= F, increase); otherwise ``t_cnt -= 1``,
+      holding at 1 while a byte cycle takes the cycle (one rate change per clock).
+    - increase: if fresh and the guard is on and ``TR > 10 CR``: ``TR >>= 3``; fresh = 0;
+      with the stages *after* this cycle's increment, both <= F: fast recovery, TR unchanged
+      (so F cycles, 5 by default); both > F: ``TR += (min - F) R_HAI``; else ``TR += R_AI``;
+      ``TR = min(TR, line)``; ``CR = min((CR + TR) >> 1, line)``.
+    """
+
+    def __init__(self, cfg):
+        from hw.nic.qcn_rp_config import MDF_FRAC, STAGE_MAX
+        self.cfg = cfg
+        self.reg = cfg.registers()
+        self.mdf_frac, self.stage_max = MDF_FRAC, STAGE_MAX
+        self.state = RpState(cr=self.reg.line_rate, tr=self.reg.line_rate)
+        self.lfsr = cfg.lfsr.seed
+        self.cycle = 0
+        self.cuts = self.byte_cycles = self.timer_cycles = self.guards = 0
+        self.log: list = []     # (cycle, action, fb or None, b_stage, t_stage, guard fired)
+
+    def _draw(self) -> int:
+        self.lfsr, r = self.cfg.lfsr.draw(self.lfsr, self.cfg.draw_bits)
+        return r
+
+    def _reload(self, lo, span, half: bool, r: int) -> int:
+        k = int(half)
+        return lo[k] + ((span[k] * r) >> self.cfg.draw_bits)
+
+    def _increase(self, action: str):
+        s, reg = self.state, self.reg
+        guard = bool(s.fresh and reg.tr_guard and s.tr > 10 * s.cr)
+        if guard:
+            s.tr >>= 3
+            self.guards += 1
+        s.fresh = 0
+        F = reg.threshold
+        if s.b_stage <= F and s.t_stage <= F:
+            pass                                        # fast recovery: F cycles
+        elif s.b_stage > F and s.t_stage > F:
+            s.tr += (min(s.b_stage, s.t_stage) - F) * reg.hai_rate
+        else:
+            s.tr += reg.ai_rate
+        s.tr = min(s.tr, reg.line_rate)
+        s.cr = min((s.cr + s.tr) >> 1, reg.line_rate)
+        self.log.append((self.cycle, action, None, s.b_stage, s.t_stage, guard))
+
+    def _cut(self, fb: int):
+        s, reg = self.state, self.reg
+        new = s.cr - ((s.cr * fb) >> reg.gd_shift)
+        new = max(new, (s.cr * reg.min_dec_fac) >> self.mdf_frac, reg.min_rate)
+        s.tr, s.cr = s.cr, new
+        s.b_stage = s.t_stage = 0
+        r = self._draw()
+        s.bc = self._reload(reg.byte_lo, reg.byte_span, False, r)
+        s.t_cnt = self._reload(reg.time_lo, reg.time_span, False, r)
+        s.active = s.fresh = 1
+        self.cuts += 1
+        self.log.append((self.cycle, "cut", fb, 0, 0, False))
+
+    def _timer_tick(self, blocked: bool):
+        s, reg = self.state, self.reg
+        if not s.active:
+            return
+        if s.t_cnt > 1:
+            s.t_cnt -= 1
+        elif not blocked:
+            s.t_stage = min(s.t_stage + 1, self.stage_max)
+            s.t_cnt = self._reload(reg.time_lo, reg.time_span, s.t_stage >= reg.threshold,
+                                   self._draw())
+            self.timer_cycles += 1
+            self._increase("timer")
+
+    def step(self, ev) -> RpState:
+        s, reg = self.state, self.reg
+        if isinstance(ev, Cnm):
+            self._cut(ev.fb)
+        elif s.active and ev.nbytes >= s.bc:
+            s.b_stage = min(s.b_stage + 1, self.stage_max)
+            s.bc = self._reload(reg.byte_lo, reg.byte_span, s.b_stage >= reg.threshold,
+                                self._draw())
+            self.byte_cycles += 1
+            self._increase("byte")
+            self._timer_tick(blocked=True)
+        else:
+            if s.active:
+                s.bc -= ev.nbytes
+            self._timer_tick(blocked=False)
+        self.cycle += 1
+        return s
+
+    def idle(self, n: int) -> RpState:
+        """``n`` cycles without an event (skips straight to each timer expiry)."""
+        s = self.state
+        while n > 0:
+            if not s.active:
+                self.cycle += n
+                return s
+            k = min(n, s.t_cnt - 1)     # cycles of plain counting
+            s.t_cnt -= k
+            self.cycle += k
+            n -= k
+            if n:
+                self._timer_tick(blocked=False)
+                self.cycle += 1
+                n -= 1
+        return s

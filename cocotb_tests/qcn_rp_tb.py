@@ -1,0 +1,136 @@
+"""cocotb testbench: the exported QCN reaction point against its bit-exact model.
+
+Run through ``cocotb_tests/test_qcn_rp.py`` with the configuration as JSON in ``CC_CONFIG``.
+Timing (as in the DCQCN RP testbench): the testbench works at mid-period, where it reads the
+state register and drives the next event; an idle gap of ``n`` cycles is one ``Timer`` and the
+model skips the same ``n`` cycles with :meth:`RpModel.idle`.  The whole state (CR, TR, BC,
+stages, timer, flags) and the ``rate`` port are compared after every event and idle gap.
+"""
+
+from __future__ import annotations
+
+import os
+
+import cocotb
+from cocotb.triggers import RisingEdge, Timer
+
+from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, TBBase, test_seed
+from hw.nic.qcn_rp_config import RATE_FRAC, QcnRpConfig
+from sim.models.qcn import Cnm, RpCodec, RpModel, Tx
+
+MBPS = 1 << RATE_FRAC
+
+
+class RpTB(TBBase):
+    def __init__(self, dut, cfg: QcnRpConfig, seed: int):
+        super().__init__(dut, seed)
+        self.cfg = cfg
+        self.model = RpModel(cfg)
+        self.codec = RpCodec(cfg)
+        self.checks = 0
+        self.last: list = []
+        dut.event__valid.value = 0
+        dut.event__payload.value = 0
+
+    async def start(self):
+        await self.reset()
+        self.model.idle(1)
+        await Timer(CLOCK_PERIOD_NS // 2, unit="ns")
+        assert int(self.dut.event__ready.value) == 1
+        self.check("after reset")
+
+    def state(self):
+        return self.codec.state(self.dut.state.value.to_unsigned())
+
+    def check(self, what: str):
+        got, exp = self.state(), self.model.state
+        if got != exp:
+            raise AssertionError(f"{what} at model cycle {self.model.cycle}:\n  RTL   {got}\n"
+                                 f"  model {exp}\n  last events: {self.last[-6:]}")
+        assert int(self.dut.rate.value) == exp.cr
+        self.checks += 1
+
+    async def idle(self, n: int):
+        if n:
+            await Timer(n * CLOCK_PERIOD_NS, unit="ns")
+            self.model.idle(n)
+            self.check(f"after {n} idle cycles")
+
+    async def event(self, ev):
+        self.dut.event__payload.value = self.codec.event(ev)
+        self.dut.event__valid.value = 1
+        await RisingEdge(self.dut.clk)
+        self.model.step(ev)
+        self.dut.event__valid.value = 0
+        self.last.append((self.model.cycle, ev))
+        await Timer(CLOCK_PERIOD_NS // 2, unit="ns")
+        self.check(f"after {ev}")
+
+
+def config_from_env() -> QcnRpConfig:
+    return QcnRpConfig.from_json(os.environ["CC_CONFIG"])
+
+
+@cocotb.test()
+async def random_events(dut):
+    """CNMs (all 64 feedback values) with random spacing, TX of random sizes (and the byte
+    counter's edges), back-to-back events and idle gaps across several timer periods."""
+    cfg = config_from_env()
+    tb = RpTB(dut, cfg, test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1"))))
+    n_events = int(os.environ.get("CC_EVENTS", "40000"))
+    rng = tb.rng
+    reg = cfg.registers()
+    t_full = reg.time_lo[0] + reg.time_span[0]
+    await tb.start()
+    p_cnm, fbs = 0.05, set()
+    for i in range(n_events):
+        if i % 5_000 == 0:             # congested and calm phases (calm: hyper-active increase)
+            p_cnm = rng.choice([0.002, 0.02, 0.05, 0.2])
+        x = rng.random()
+        gap = (0 if x < 0.6 else rng.randint(1, 5) if x < 0.9 else
+               rng.randint(5, t_full) if x < 0.99 else rng.randint(t_full, 4 * t_full))
+        await tb.idle(gap)
+        if rng.random() < p_cnm:
+            ev = Cnm(rng.randrange(64) if rng.random() < 0.9 else rng.choice((0, 63)))
+            fbs.add(ev.fb)
+        else:
+            y = rng.random()
+            bc = tb.model.state.bc
+            ev = Tx(rng.randint(64, 9000) if y < 0.9 else rng.choice(
+                [0, 1, max(0, bc - 1), bc, bc + 1, (1 << cfg.byte_width) - 1]))
+        await tb.event(ev)
+    m = tb.model
+    tb.log.info("%d events, %d cycles, %d cuts, %d byte cycles, %d timer cycles, %d guards, "
+                "%d state comparisons", n_events, m.cycle, m.cuts, m.byte_cycles,
+                m.timer_cycles, m.guards, tb.checks)
+    phases = {(b > cfg.threshold) + (t > cfg.threshold) for _, a, _, b, t, _ in m.log
+              if a != "cut"}
+    assert phases == {0, 1, 2}, f"FR/AI/HAI coverage: {phases}"
+    assert len(fbs) == 64 and m.cuts > n_events // 100
+    assert m.byte_cycles > n_events // 50 and m.timer_cycles > n_events // 100
+    if os.environ.get("CC_EXPECT_GUARD") == "1":
+        assert m.guards > 10
+
+
+@cocotb.test()
+async def known_answers(dut):
+    """validation.md: qntzFb = 10 cuts to CR (1 - 10/128); the MIB timer expires 15 ms after
+    the cut; 5 fast-recovery byte cycles (values by hand)."""
+    cfg = config_from_env()
+    assert cfg == QcnRpConfig(), "known answers are for the MIB defaults"
+    tb = RpTB(dut, cfg, test_seed(1))
+    await tb.start()
+    await tb.event(Cnm(10))
+    assert tb.state().cr == 9218.75 * MBPS and tb.state().tr == 10_000 * MBPS
+    gap = 781.25
+    for _ in range(5):
+        await tb.event(Tx(150_000))
+        gap /= 2
+        assert tb.state().cr == (10_000 - gap) * MBPS
+    await tb.event(Cnm(63))                     # 63/128 < 1/2: CR - floor(CR x 63/128)
+    cr = int((10_000 - gap) * MBPS)             # 10215000 (exact)
+    assert tb.state().cr == cr - (cr * 63) // 128 == 5187305
+    await tb.idle(3_750_000 - 1)                # 15 ms at 250 MHz: not one cycle early
+    assert tb.state().t_stage == 0
+    await tb.idle(1)
+    assert tb.state().t_stage == 1
