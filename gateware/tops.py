@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from hw.nic.cnp_config import CnpGenConfig
 from hw.nic.dcqcn_config import DcqcnRpConfig
+from hw.nic.dcqcn_np_config import DcqcnNpConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.switch.marker_config import MarkerConfig
@@ -32,6 +33,11 @@ class Top:
 def _cnp_gen(cfg):
     from hw.nic.cnp_gen import CnpGenerator
     return CnpGenerator(cfg)
+
+
+def _dcqcn_np(cfg):
+    from hw.nic.dcqcn_np import DcqcnNp
+    return DcqcnNp(cfg)
 
 
 def _dcqcn_rp(cfg):
@@ -91,6 +97,11 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "DCQCN reaction point, HPCC ns-3 mlx profile (100 Gb/s)"),
     Top("dcqcn_rp_connectx", DcqcnRpConfig.profile("connectx"), _dcqcn_rp,
         "DCQCN reaction point, ConnectX firmware defaults (100 Gb/s)"),
+    # DCQCN notification point, 8 QPs (docs/dcqcn.md, "Notification point").
+    Top("dcqcn_np", DcqcnNpConfig(flows=8, rule="paper", min_time_between_cnps=4), _dcqcn_np,
+        "DCQCN notification point, 8 QPs, paper rule, min_time_between_cnps 4 us"),
+    Top("dcqcn_np_periodic", DcqcnNpConfig(flows=8, rule="periodic", min_time_between_cnps=50),
+        _dcqcn_np, "DCQCN notification point, 8 QPs, ns3-rdma periodic check every 50 us"),
     # RoCEv2 CNP frame generator (docs/dcqcn.md, "CNP generator").
     Top("cnp_gen_ipv4", CnpGenConfig(), _cnp_gen,
         "CNP generator, Ethernet + VLAN + IPv4, 8 bytes per beat"),

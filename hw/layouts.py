@@ -18,7 +18,7 @@ __all__ = [
     "MarkerCtrl", "marker_descriptor_layout", "marker_decision_layout", "csr_write_layout",
     "RpEventKind", "RpMode", "rp_event_layout", "rp_state_layout",
     "ETH_HEADER", "VLAN_TAG", "IPV4_HEADER", "IPV6_HEADER", "UDP_HEADER", "BTH_HEADER",
-    "cnp_request_layout", "byte_beat_layout",
+    "cnp_request_layout", "byte_beat_layout", "np_event_layout", "np_cnp_layout",
 ]
 
 
@@ -332,3 +332,14 @@ def qcn_rp_state_layout(cfg) -> data.StructLayout:
         "fresh": 1,                    # no increase since the last cut (TR > 10 CR guard)
     })
 
+
+# ---- DCQCN notification point (hw/nic/dcqcn_np.py) ---------------------------------------------
+
+def np_event_layout(cfg) -> data.StructLayout:
+    """A received RoCEv2 data packet of flow (QP) ``flow``; ``ce``: its IP ECN field was CE."""
+    return data.StructLayout({"flow": cfg.flow_width, "ce": 1})
+
+
+def np_cnp_layout(cfg) -> data.StructLayout:
+    """Send a CNP for flow ``flow`` (to the QP at its sender)."""
+    return data.StructLayout({"flow": cfg.flow_width})
