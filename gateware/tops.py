@@ -15,6 +15,7 @@ from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.dcqcn_np_config import DcqcnNpConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.nic.qcn_rp_config import QcnRpConfig
+from hw.switch.cnm_config import CnmGenConfig
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import QcnCpConfig
 
@@ -53,6 +54,11 @@ def _ldcp_window(cfg):
 def _qcn_rp(cfg):
     from hw.nic.qcn_rp import QcnRp
     return QcnRp(cfg)
+
+
+def _cnm_gen(cfg):
+    from hw.switch.cnm_gen import CnmGenerator
+    return CnmGenerator(cfg)
 
 
 def _qcn_cp(cfg):
@@ -115,4 +121,7 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "QCN reaction point, IEEE 802.1Q CN MIB defaults, 10 Gb/s, no jitter"),
     Top("qcn_rp_jitter", QcnRpConfig(line_rate_mbps=100_000, jitter=0.15), _qcn_rp,
         "QCN reaction point, 100 Gb/s, reloads jittered +/-15 %"),
+    # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
+    Top("cnm_gen", CnmGenConfig(), _cnm_gen,
+        "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
 ]}

@@ -333,6 +333,36 @@ def qcn_rp_state_layout(cfg) -> data.StructLayout:
     })
 
 
+# ---- QCN CNM frame generator (hw/switch/cnm_gen.py); headers big-endian as above ---------------
+__all__ += ["CN_TAG", "CNM_PDU", "cnm_request_layout"]
+
+#: after VLAN_TAG with ethertype = 0x22E9: the CN-TAG's flow ID (RPID), then the inner ethertype
+CN_TAG = data.StructLayout({"ethertype": 16, "rpid": 16})                          # 4 bytes
+#: the 802.1Qau CNM PDU header (packets.md), 24 bytes; the sampled MSDU bytes follow
+CNM_PDU = data.StructLayout({
+    "msdu_len": 16, "enc_dst": 48, "enc_resv": 13, "enc_prio": 3, "q_delta": 16, "q_off": 16,
+    "cpid": 64, "qntz_fb": 6, "resv": 6, "version": 4,
+})
+
+
+def cnm_request_layout(cfg) -> data.StructLayout:
+    """One CNM to send: the sampled frame's addressing, the CP's feedback and the first
+    ``cfg.msdu_bytes`` bytes of the sampled MSDU (wire byte i in ``msdu[8i:8i+8]``)."""
+    return data.StructLayout({
+        "dst_mac": 48,        # the sampled frame's source MAC
+        "vid": 12,            # the sampled frame's VLAN ID
+        "rpid": 16,           # the sampled frame's CN-TAG flow ID
+        "cpid_low": 16,       # port/priority part of the CPID (the CP's MAC is a register)
+        "qntz_fb": 6,
+        "q_off": 16,          # int16, 64-byte units
+        "q_delta": 16,        # int16, 64-byte units
+        "enc_prio": 3,        # the sampled frame's priority
+        "enc_dst": 48,        # the sampled frame's destination MAC
+        "msdu_len": 16,       # the sampled frame's MSDU length
+        "msdu": 8 * cfg.msdu_bytes,
+    })
+
+
 # ---- DCQCN notification point (hw/nic/dcqcn_np.py) ---------------------------------------------
 
 def np_event_layout(cfg) -> data.StructLayout:

@@ -1,0 +1,57 @@
+"""Configuration of the QCN CNM frame generator (IEEE 802.1Qau CNM as a byte stream).
+
+``docs/qcn.md`` ("CNM frame generator") gives the frame layout.  All values are elaboration-time
+constants (the CP's MAC address, the CNM priority, the beat width).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from ..params import check_choice, check_int
+
+__all__ = ["CnmGenConfig", "CNM_ETHERTYPE", "CNTAG_ETHERTYPE", "VLAN_TPID", "CNM_HEADER_BYTES",
+           "MIN_FRAME_BYTES"]
+
+CNM_ETHERTYPE = 0x22E7
+CNTAG_ETHERTYPE = 0x22E9
+VLAN_TPID = 0x8100
+#: Ethernet 14 + VLAN 4 + CN-TAG 4 + CNM PDU 24 bytes before the sampled MSDU bytes
+CNM_HEADER_BYTES = 46
+#: frames shorter than this (without FCS) are padded with zero bytes
+MIN_FRAME_BYTES = 60
+
+
+@dataclass(frozen=True)
+class CnmGenConfig:
+    """``cp_mac``: the CP's MAC (frame SA and the upper 6 bytes of the CPID).
+    ``cnm_pcp``: 802.1p priority of the CNM's VLAN tag (default 6, as for ConnectX CNPs).
+    ``msdu_bytes``: sampled MSDU bytes carried (0..64; default 64, the maximum of packets.md).
+    ``data_bytes``: bytes per output beat (4, 8 or 16)."""
+
+    cp_mac: int = 0x02_00_00_00_C0_01
+    cnm_pcp: int = 6
+    msdu_bytes: int = 64
+    data_bytes: int = 8
+
+    def __post_init__(self):
+        check_int(self, "cp_mac", self.cp_mac, 0, (1 << 48) - 1)
+        check_int(self, "cnm_pcp", self.cnm_pcp, 0, 7)
+        check_int(self, "msdu_bytes", self.msdu_bytes, 0, 64)
+        check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
+
+    @property
+    def max_frame(self) -> int:
+        return max(MIN_FRAME_BYTES, CNM_HEADER_BYTES + self.msdu_bytes)
+
+    def replace(self, **changes) -> CnmGenConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CnmGenConfig:
+        return cls(**json.loads(text))

@@ -1,0 +1,74 @@
+"""Byte-exact model of the QCN CNM frame generator (:mod:`hw.switch.cnm_gen`).
+
+Frame (no FCS), every header packed through the shared big-endian layouts of :mod:`hw.layouts`::
+
+    Ethernet  DA = the sampled frame's source MAC, SA = cp_mac, TPID 0x8100
+    VLAN TCI  PCP = cnm_pcp, DEI 0, VID = the sampled frame's VID; ethertype 0x22E9
+    CN-TAG    flow ID (RPID) of the sampled frame; ethertype 0x22E7
+    CNM PDU   version 0, qntzFb, CPID = cp_mac << 16 | cpid_low, QOffset, QDelta,
+              encapsulated priority (top 3 bits of 16), encapsulated DA, encapsulated MSDU length
+    MSDU      the first min(msdu_len, msdu_bytes) bytes of the sampled MSDU
+    padding   zero bytes up to 60
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hw.layouts import CN_TAG, CNM_PDU, ETH_HEADER, VLAN_TAG, LayoutCodec, cnm_request_layout
+from hw.switch.cnm_config import (
+    CNM_ETHERTYPE,
+    CNTAG_ETHERTYPE,
+    MIN_FRAME_BYTES,
+    VLAN_TPID,
+    CnmGenConfig,
+)
+
+__all__ = ["CnmRequest", "CnmModel", "pack_cnm_request"]
+
+
+@dataclass(frozen=True)
+class CnmRequest:
+    dst_mac: int
+    vid: int
+    rpid: int
+    cpid_low: int
+    qntz_fb: int
+    q_off: int          # signed, 64-byte units
+    q_delta: int        # signed
+    enc_prio: int
+    enc_dst: int
+    msdu_len: int
+    msdu: bytes         # the sampled MSDU's first bytes (at least min(msdu_len, msdu_bytes))
+
+
+def _be(layout, values: dict) -> bytes:
+    codec = LayoutCodec(layout)
+    return codec.pack(values).to_bytes(layout.size // 8, "big")
+
+
+def pack_cnm_request(cfg: CnmGenConfig, r: CnmRequest) -> int:
+    msdu = r.msdu[:cfg.msdu_bytes].ljust(cfg.msdu_bytes, b"\0")
+    return LayoutCodec(cnm_request_layout(cfg)).pack({
+        "dst_mac": r.dst_mac, "vid": r.vid, "rpid": r.rpid, "cpid_low": r.cpid_low,
+        "qntz_fb": r.qntz_fb, "q_off": r.q_off & 0xFFFF, "q_delta": r.q_delta & 0xFFFF,
+        "enc_prio": r.enc_prio, "enc_dst": r.enc_dst, "msdu_len": r.msdu_len,
+        "msdu": int.from_bytes(msdu, "little")})
+
+
+class CnmModel:
+    def __init__(self, cfg: CnmGenConfig):
+        self.cfg = cfg
+
+    def frame(self, r: CnmRequest) -> bytes:
+        cfg = self.cfg
+        out = _be(ETH_HEADER, {"dst": r.dst_mac, "src": cfg.cp_mac, "ethertype": VLAN_TPID})
+        out += _be(VLAN_TAG, {"pcp": cfg.cnm_pcp, "dei": 0, "vid": r.vid,
+                              "ethertype": CNTAG_ETHERTYPE})
+        out += _be(CN_TAG, {"rpid": r.rpid, "ethertype": CNM_ETHERTYPE})
+        out += _be(CNM_PDU, {
+            "version": 0, "resv": 0, "qntz_fb": r.qntz_fb, "cpid": (cfg.cp_mac << 16) | r.cpid_low,
+            "q_off": r.q_off & 0xFFFF, "q_delta": r.q_delta & 0xFFFF, "enc_prio": r.enc_prio,
+            "enc_resv": 0, "enc_dst": r.enc_dst, "msdu_len": r.msdu_len})
+        out += r.msdu[:min(r.msdu_len, cfg.msdu_bytes)]
+        return out.ljust(MIN_FRAME_BYTES, b"\0")
