@@ -15,6 +15,7 @@ from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.dcqcn_np_config import DcqcnNpConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.nic.qcn_rp_config import QcnRpConfig
+from hw.nic.rate_limiter_config import RateLimiterConfig
 from hw.switch.cnm_config import CnmGenConfig
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import QcnCpConfig
@@ -39,6 +40,11 @@ def _cnp_gen(cfg):
 def _dcqcn_np(cfg):
     from hw.nic.dcqcn_np import DcqcnNp
     return DcqcnNp(cfg)
+
+
+def _rate_limiter(cfg):
+    from hw.nic.rate_limiter import RateLimiter
+    return RateLimiter(cfg)
 
 
 def _dcqcn_rp(cfg):
@@ -108,6 +114,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "DCQCN notification point, 8 QPs, paper rule, min_time_between_cnps 4 us"),
     Top("dcqcn_np_periodic", DcqcnNpConfig(flows=8, rule="periodic", min_time_between_cnps=50),
         _dcqcn_np, "DCQCN notification point, 8 QPs, ns3-rdma periodic check every 50 us"),
+    # Per-flow rate limiter (docs/dcqcn.md, "Rate limiter").
+    Top("rate_limiter_4", RateLimiterConfig(flows=4, burst_bytes=9000), _rate_limiter,
+        "rate limiter, 4 flows, 100 Gb/s line, token bucket with 9000-byte burst"),
     # RoCEv2 CNP frame generator (docs/dcqcn.md, "CNP generator").
     Top("cnp_gen_ipv4", CnpGenConfig(), _cnp_gen,
         "CNP generator, Ethernet + VLAN + IPv4, 8 bytes per beat"),

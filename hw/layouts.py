@@ -19,6 +19,7 @@ __all__ = [
     "RpEventKind", "RpMode", "rp_event_layout", "rp_state_layout",
     "ETH_HEADER", "VLAN_TAG", "IPV4_HEADER", "IPV6_HEADER", "UDP_HEADER", "BTH_HEADER",
     "cnp_request_layout", "byte_beat_layout", "np_event_layout", "np_cnp_layout",
+    "rl_rate_layout", "rl_send_layout", "bits_for_flows",
 ]
 
 
@@ -373,3 +374,19 @@ def np_event_layout(cfg) -> data.StructLayout:
 def np_cnp_layout(cfg) -> data.StructLayout:
     """Send a CNP for flow ``flow`` (to the QP at its sender)."""
     return data.StructLayout({"flow": cfg.flow_width})
+
+
+# ---- Per-flow rate limiter (hw/nic/rate_limiter.py) ----------------------------------------------
+
+def rl_rate_layout(cfg) -> data.StructLayout:
+    """Set a flow's rate (the reaction point's Rc, UQ.10 Mb/s)."""
+    return data.StructLayout({"flow": bits_for_flows(cfg), "rate": cfg.rate_width})
+
+
+def rl_send_layout(cfg) -> data.StructLayout:
+    """The flow sent a packet of ``bytes`` bytes."""
+    return data.StructLayout({"flow": bits_for_flows(cfg), "bytes": cfg.len_width})
+
+
+def bits_for_flows(cfg) -> int:
+    return max(1, (cfg.flows - 1).bit_length())
