@@ -118,7 +118,7 @@ async def random_frames(dut):
     """Random requests and register writes, idle cycles and back-pressure."""
     cfg = config_from_env()
     seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "5")))
-    n = int(os.environ.get("CC_FRAMES", "1000"))
+    n = int(os.environ.get("CC_FRAMES", "300"))
     tb = CnpTB(dut, cfg, seed, idle=Pattern.random(0.7, __import__("random").Random(seed)),
                backpressure=Pattern.random(0.6, __import__("random").Random(seed + 1)))
     rng = tb.rng

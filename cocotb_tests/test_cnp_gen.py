@@ -19,4 +19,4 @@ def test_cnp_gen(top):
     t = TOPS[top]
     run_cocotb(build_top(top, t.build()), TB, CASES, tag="all",
                env={"CC_CONFIG": t.config.to_json(),
-                    "CC_FRAMES": os.environ.get("CC_FRAMES", "1000")})
+                    "CC_FRAMES": os.environ.get("CC_FRAMES", "300")})

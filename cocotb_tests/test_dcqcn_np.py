@@ -26,5 +26,5 @@ def test_random_packets(rule):
     cfg = CONFIGS[rule]
     build = build_top(f"dcqcn_np_{rule}_tb", DcqcnNp(cfg))
     run_cocotb(build, TB, "random_packets",
-               env={"CC_CONFIG": cfg.to_json(), "CC_EVENTS": os.environ.get("CC_EVENTS", "100000"),
+               env={"CC_CONFIG": cfg.to_json(), "CC_EVENTS": os.environ.get("CC_EVENTS", "30000"),
                     "CC_DEFAULT_SEED": str(7 + len(rule))})
