@@ -1,0 +1,1 @@
+"""Packet-level network simulator with integer (picosecond) time, built on the golden models."""
