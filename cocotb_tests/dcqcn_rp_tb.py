@@ -17,59 +17,23 @@ from __future__ import annotations
 import os
 
 import cocotb
-from cocotb.triggers import RisingEdge, Timer
 
-from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, TBBase, test_seed
+from cocotb_tests.infra.state_tb import StateCompareTB
+from cocotb_tests.infra.tb import test_seed
 from hw.nic.dcqcn_config import ALPHA_ONE, RATE_FRAC, DcqcnRpConfig
 from sim.models.dcqcn import Cnp, RpCodec, RpModel, Tx
 
 MBPS = 1 << RATE_FRAC
 
 
-class RpTB(TBBase):
+class RpTB(StateCompareTB):
     def __init__(self, dut, cfg: DcqcnRpConfig, seed: int):
-        super().__init__(dut, seed)
+        super().__init__(dut, seed, RpModel(cfg), RpCodec(cfg))
         self.cfg = cfg
-        self.model = RpModel(cfg)
-        self.codec = RpCodec(cfg)
-        self.checks = 0
-        self.last = []
-        dut.event__valid.value = 0
-        dut.event__payload.value = 0
 
-    async def start(self):
-        await self.reset()               # returns after the first edge with rst low (idle)
-        self.model.idle(1)
-        await Timer(CLOCK_PERIOD_NS // 2, unit="ns")
-        assert int(self.dut.event__ready.value) == 1
-        self.check("after reset")
-
-    def state(self):
-        return self.codec.state(self.dut.state.value.to_unsigned())
-
-    def check(self, what: str):
-        got, exp = self.state(), self.model.state
-        if got != exp:
-            raise AssertionError(f"{what} at model cycle {self.model.cycle}:\n  RTL   {got}\n"
-                                 f"  model {exp}\n  last events: {self.last[-6:]}")
-        assert int(self.dut.rate.value) == exp.rc
-        self.checks += 1
-
-    async def idle(self, n: int):
-        if n:
-            await Timer(n * CLOCK_PERIOD_NS, unit="ns")
-            self.model.idle(n)
-            self.check(f"after {n} idle cycles")
-
-    async def event(self, ev):
-        self.dut.event__payload.value = self.codec.event(ev)
-        self.dut.event__valid.value = 1
-        await RisingEdge(self.dut.clk)
-        self.model.step(ev)
-        self.dut.event__valid.value = 0
-        self.last.append((self.model.cycle, ev))
-        await Timer(CLOCK_PERIOD_NS // 2, unit="ns")
-        self.check(f"after {ev}")
+    @staticmethod
+    def rate_of(state) -> int:
+        return state.rc
 
 
 def config_from_env() -> DcqcnRpConfig:

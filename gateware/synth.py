@@ -18,6 +18,7 @@ import json
 import platform
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ DOCS = ROOT / "docs"
 
 
 def _tool(name: str) -> str:
-    exe = shutil.which(name, path=str(Path(__import__("sys").executable).parent))
+    exe = shutil.which(name, path=str(Path(sys.executable).parent))  # the venv's own
     if exe is None:
         exe = shutil.which(name)
     if exe is None:
@@ -127,8 +128,8 @@ def synth_all(names: list[str]) -> None:
     for name in names:
         r = synth_top(name)
         results.append(r)
-        print(f"  {name:<24} Fmax {r['fmax_mhz']:>6} MHz  LUT {r['luts']:>6}  FF {r['flip_flops']:>6}"
-              f"  DSP {r['dsp_mult18']:>3}  BRAM {r['bram_dp16kd']:>3}"
+        print(f"  {name:<24} Fmax {r['fmax_mhz']:>6} MHz  LUT {r['luts']:>6}"
+              f"  FF {r['flip_flops']:>6}  DSP {r['dsp_mult18']:>3}  BRAM {r['bram_dp16kd']:>3}"
               f"   ({r['yosys_s']} s + {r['nextpnr_s']} s)")
     write_reports(results)
     print(f"Report: {(DOCS / 'synthesis.md').relative_to(ROOT)}")
