@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 .PHONY: help venv run test test-fast verilog synth lint clean
 
 help:
-	@echo "make run      export + lint every hardware top, then run the marker demonstration"
+	@echo "make run      export + lint every hardware top, then the marker and simulator demos"
 	@echo "make test     the whole suite: unit, Amaranth-simulation and cocotb/Verilator tests"
 	@echo "make test-fast  the suite without the cocotb/Verilator tests"
 	@echo "make verilog  export every top to gateware/build/ and lint it with verilator -Wall"

@@ -1,4 +1,4 @@
-"""``python -m sim.demo``: what the egress marker does, shown on its bit-exact golden model.
+"""``python -m sim.demo``: the egress marker on its bit-exact model, then the network simulator.
 
 Holds an egress queue at a series of depths that sweep through the LDCP ramp, sends ECN-capable
 and ECN-incapable packets at each depth, and prints the marked fraction the hardware rule
@@ -88,7 +88,49 @@ def main(argv=None) -> int:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"  plot: {path}")
-    return 0 if worst <= 1.0 else 1
+    ok = worst <= 1.0
+    return 0 if dctcp_sawtooth(args.out) and ok else 1
+
+
+def dctcp_sawtooth(out: Path) -> bool:
+    """The network simulator: 10 DCTCP flows into one 10 Gb/s port of a switch whose egress is
+    the marker's bit-exact model, next to the DCTCP paper's analysis."""
+    from sim.net.analysis import DctcpAnalysis, sawtooth
+    from sim.net.dumbbell import run_dctcp_dumbbell
+
+    n, rate, rtt_us, k, mtu = 10, 10_000_000_000, 100, 65, 1500
+    print()
+    print(f"Network simulator: {n} DCTCP flows -> one {rate // 10**9} Gb/s switch port, base RTT "
+          f"{rtt_us} us, step marking at K = {k} packets (switch = marker golden model)")
+    r = run_dctcp_dumbbell(n=n, rate_bps=rate, rtt_us=rtt_us, k_packets=k, mtu=mtu,
+                           duration_us=30_000)
+    queue = [b / mtu for b in r.queue_bytes]
+    s = sawtooth(queue[len(queue) // 3:], debounce=20)
+    a = DctcpAnalysis(n, rate * rtt_us * 1e-6 / 8 / mtu, k)
+    rtt_eff = rtt_us + s.mean * mtu * 8 / rate * 1e6
+    print(f"  {'':<34}{'analysis':>10}{'simulated':>11}")
+    print(f"  {'queue maximum K + N (packets)':<34}{a.q_max:>10.1f}{s.q_max:>11.1f}")
+    print(f"  {'sawtooth amplitude (packets)':<34}{a.amplitude:>10.1f}{s.amplitude:>11.1f}")
+    print(f"  {'period (RTTs)':<34}{a.period_rtts:>10.2f}{s.period_samples / rtt_eff:>11.2f}")
+    print(f"  {'utilization':<34}{1.0:>10.3f}{r.utilization():>11.3f}")
+    print(f"  drops: {r.drops or 'none'}; {r.events} events simulated")
+
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    t_ms = [i * r.sample_ps / 1e9 for i in range(len(queue))]
+    ax.plot(t_ms, queue, lw=0.8, label="bottleneck queue")
+    ax.axhline(k, color="gray", ls="--", lw=1, label="K")
+    ax.axhline(a.q_max, color="tab:red", ls=":", lw=1, label="K + N (analysis)")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("queue (packets)")
+    ax.set_title(f"DCTCP, {n} flows, bit-exact switch marker")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path = out / "dctcp_sawtooth.png"
+    fig.savefig(path, dpi=120)
+    print(f"  plot: {path}")
+    return not r.drops
 
 
 if __name__ == "__main__":
