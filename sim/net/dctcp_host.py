@@ -31,10 +31,8 @@ class DctcpFlow:
         self.engine = DctcpSender(cfg)
         self.receiver = DctcpReceiver(cfg)
         self.reverse_nic: EgressPort | None = None   # the receiver host's NIC, set by topology
-        self.delivered = 0
         self.last_progress = start_ps
         self.finished_ps: int | None = None
-        self.cwnd_trace: list[tuple[int, int]] = []
         sim.at(start_ps, self._pump)
         sim.at(start_ps + rto_ps, self._check_timeout)
 
@@ -51,7 +49,6 @@ class DctcpFlow:
         self.engine.on_ack(pkt.seq, pkt.ece)
         if self.engine.acked > before:
             self.last_progress = self.sim.now
-            self.cwnd_trace.append((self.sim.now, self.engine.cwnd))
         if self.packets is not None and self.engine.acked >= self.packets:
             if self.finished_ps is None:
                 self.finished_ps = self.sim.now
@@ -70,6 +67,5 @@ class DctcpFlow:
     # -- receiver -------------------------------------------------------------------------
     def on_data(self, pkt: Packet) -> None:
         for acked, ece in self.receiver.on_packet(pkt.seq, pkt.ecn == Ecn.CE):
-            self.delivered = self.receiver.expected
             self.reverse_nic.send(Packet(ACK, self.flow, self.dst, self.src, acked, ACK_BYTES,
                                          Ecn.NOT_ECT, PRIO_CONTROL, ece))

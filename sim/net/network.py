@@ -51,10 +51,8 @@ class EgressPort:
         self.marker, self.index, self.name = marker, index, name
         self.queues = (deque(), deque())
         self.busy = False
-        self.bytes_queued = 0
         self.drops: Counter = Counter()
         self.marks = 0
-        self.tx_bytes = 0
 
     def send(self, pkt: Packet) -> bool:
         """Offer a packet to this port; returns False if it was dropped."""
@@ -68,7 +66,6 @@ class EgressPort:
                 self.marks += 1
             pkt.ecn = d.ecn
         self.queues[pkt.prio].append(pkt)
-        self.bytes_queued += pkt.size
         if not self.busy:
             self._start()
         return True
@@ -79,7 +76,6 @@ class EgressPort:
             self.busy = False
             return
         pkt = queue.popleft()
-        self.bytes_queued -= pkt.size
         if self.marker is not None:
             d = self.marker.step(Descriptor(QueueOp.DEQUEUE, self.index, pkt.prio, pkt.size,
                                             pkt.ecn))
@@ -88,16 +84,12 @@ class EgressPort:
                 self.marks += 1
             pkt.ecn = d.ecn
         self.busy = True
-        self.tx_bytes += pkt.size
         done = serialization_ps(pkt.size, self.rate_bps)
         self.sim.after(done, self._finish, pkt)
 
     def _finish(self, pkt: Packet) -> None:
         self.sim.after(self.delay_ps, self.deliver, pkt)
         self._start()
-
-    def data_queue_bytes(self) -> int:
-        return sum(p.size for p in self.queues[PRIO_DATA])
 
 
 class Switch:
