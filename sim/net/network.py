@@ -1,111 +1,633 @@
-"""Packets, links, hosts' NICs and an output-queued switch whose egress is the marker model.
+"""The network: ports, switches, hosts and the run loop; every decision is a golden model's.
 
-The switch's queue occupancy, admission and ECN marking are :class:`sim.models.marker.MarkerModel`
-itself (the bit-exact model of the RTL ``EgressMarker``): every packet that enters an egress
-queue is an enqueue descriptor, every packet that starts transmission a dequeue descriptor, and
-the model's decision (drop and reason, new ECN field) is applied to the packet.  So a simulated
-queue marks and drops exactly as the hardware would.
+* An :class:`EgressPort` is one direction of a link: per-priority FIFOs served in strict
+  priority (MAC control > control > data), serialization at the link rate, then the propagation
+  delay.  PFC pauses its data priority only.
+* A :class:`Switch` is output-queued with one shared buffer.  Its egress queues' occupancy,
+  admission and ECN marking are :class:`sim.models.marker.MarkerModel` (the bit-exact model of
+  the RTL ``EgressMarker``): every packet entering a queue is an enqueue descriptor, every packet
+  starting transmission a dequeue descriptor.  Optional per-port QCN congestion points
+  (:class:`sim.models.qcn.CpModel`) sample data frames at enqueue and send CNMs to their source;
+  optional L3QCN turns the marker's CE marks into switch-built CNPs; optional PFC (ingress
+  accounting per port, XOFF/XON, PAUSE frames with a pause time, refreshed while above XON) and a
+  deadlock watchdog.  Routing is shortest path with ECMP by a hash of the flow id.
+* A :class:`Host` is a NIC (one port, unbounded queue, honours PAUSE) and the flows' endpoints,
+  which come from the algorithm registry (:mod:`sim.net.algorithms`).
 
-Each egress port has one queue per priority, served in strict priority (priority 1, ACKs and
-CNPs, before priority 0, data), and transmits one packet at a time at its link rate; the packet
-reaches the next node one propagation delay after its last bit.
+The narrow interface between a host and its congestion engine is documented in
+:mod:`sim.net.algorithms`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter, deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from hw.layouts import DropReason, Ecn, QueueOp
+from hw.params import ConfigError, check_choice, check_int
 from sim.models.marker import Descriptor, MarkerModel
+from sim.models.qcn import CpFrame, CpModel
 
-from .engine import Simulator, serialization_ps
+from .engine import PS_PER_S, PS_PER_US, Simulator, serialization_ps
+from .packet import CNM, CNP, DATA, PAUSE, PRIO_CONTROL, PRIO_DATA, PRIO_MAC, Packet, control
 
-DATA, ACK = 0, 1
-PRIO_DATA, PRIO_CONTROL = 0, 1
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Packet:
-    kind: int          # DATA or ACK
-    flow: int
-    src: int           # host ids
+@dataclass(frozen=True)
+class PfcConfig:
+    """Priority flow control on the data priority (``switch.md`` §4).
+
+    A switch counts, per ingress port, the data bytes it holds that arrived on that port.  Above
+    ``xoff_bytes`` it sends PAUSE(``pause_time_ps``) upstream and refreshes it every half pause
+    time while the count stays above ``xon_bytes``; below ``xon_bytes`` it sends PAUSE(0)
+    (resume).  ``headroom_bytes`` is added to the queue limits when PFC is on, so that packets
+    in flight after a PAUSE are absorbed.  The watchdog checks every ``watchdog_period_ps``; a
+    port paused with data waiting for ``watchdog_checks`` consecutive checks ignores PAUSE for
+    ``watchdog_recovery_ps`` (0 checks = no watchdog)."""
+
+    enabled: bool = False
+    xoff_bytes: int = 200_000
+    xon_bytes: int = 150_000
+    headroom_bytes: int = 100_000
+    pause_time_ps: int = 50 * PS_PER_US
+    watchdog_period_ps: int = 1000 * PS_PER_US
+    watchdog_checks: int = 0
+    watchdog_recovery_ps: int = 1000 * PS_PER_US
+
+    def __post_init__(self):
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(self, "enabled", self.enabled, "one of False, True")
+        check_int(self, "xoff_bytes", self.xoff_bytes, 1)
+        check_int(self, "xon_bytes", self.xon_bytes, 0, self.xoff_bytes, hi_name="xoff_bytes")
+        check_int(self, "headroom_bytes", self.headroom_bytes, 0)
+        check_int(self, "pause_time_ps", self.pause_time_ps, 1000)
+        check_int(self, "watchdog_period_ps", self.watchdog_period_ps, 1000)
+        check_int(self, "watchdog_checks", self.watchdog_checks, 0, 1000)
+        check_int(self, "watchdog_recovery_ps", self.watchdog_recovery_ps, 0)
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    """Switch buffers (bytes), where the marker samples the queue, PFC, ECMP hash seed, and the
+    MTU (bytes on the wire of a full data packet) used by every host."""
+
+    buffer_bytes: int = 4_000_000
+    queue_bytes: int = 2_000_000
+    marking_point: str = "enqueue"
+    pfc: PfcConfig = field(default_factory=PfcConfig)
+    ecmp_seed: int = 0
+    mtu: int = 1000
+
+    def __post_init__(self):
+        check_int(self, "queue_bytes", self.queue_bytes, 1000, (1 << 24) - 1)
+        check_int(self, "buffer_bytes", self.buffer_bytes, self.queue_bytes, (1 << 24) - 1,
+                  lo_name="queue_bytes")
+        check_choice(self, "marking_point", self.marking_point, ("enqueue", "dequeue"))
+        if not isinstance(self.pfc, PfcConfig):
+            raise ConfigError(self, "pfc", self.pfc, "a PfcConfig")
+        check_int(self, "ecmp_seed", self.ecmp_seed, 0, (1 << 32) - 1)
+        check_int(self, "mtu", self.mtu, 256, 9000)
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One flow: ``size_bytes`` None is long-lived (sends until ``stop_ps`` or the end)."""
+
+    flow_id: int
+    src: int
     dst: int
-    seq: int           # DATA: packet number in the flow; ACK: cumulative packets acknowledged
-    size: int          # bytes on the wire
-    ecn: Ecn
-    prio: int
-    ece: bool = False  # ACK: ECN-echo
+    size_bytes: int | None = None
+    start_ps: int = 0
+    stop_ps: int | None = None
+    tag: str = ""
+    track: bool = False
+
+
+@dataclass
+class FlowRecord:
+    flow_id: int
+    src: int
+    dst: int
+    tag: str
+    size_bytes: int | None
+    start_ps: int
+    finish_ps: int | None
+    delivered_bytes: int
+    ideal_fct_ps: int | None
+    retransmitted_bytes: int
+
+
+@dataclass
+class RunResult:
+    algorithm: str
+    duration_ps: int
+    events: int
+    sample_ps: int
+    seed: int
+    flows: list[FlowRecord]
+    queue_series: dict[str, list[int]]
+    flow_series: dict[int, list[int]]
+    port_tx_bytes: dict[str, int]
+    port_rate_bps: dict[str, int]
+    counters: dict[str, int]
+    pause_series: dict[str, list[int]] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Ports
+# --------------------------------------------------------------------------------------------
 
 
 class EgressPort:
-    """A transmitter: per-priority FIFOs, strict priority, serialization, propagation delay.
+    """One direction of a link.  ``send`` offers a packet (False: the switch dropped it)."""
 
-    With ``marker`` set (a switch port), admission and marking come from the marker model;
-    without (a host NIC), the queue is unbounded and nothing is marked.
-    """
-
-    def __init__(self, sim: Simulator, rate_bps: int, delay_ps: int, deliver,
-                 marker: MarkerModel | None = None, index: int = 0, name: str = ""):
-        self.sim, self.rate_bps, self.delay_ps, self.deliver = sim, rate_bps, delay_ps, deliver
-        self.marker, self.index, self.name = marker, index, name
-        self.queues = (deque(), deque())
+    def __init__(self, net: Network, owner, index: int, rate_bps: int, delay_ps: int, name: str):
+        self.net, self.sim, self.owner, self.index = net, net.sim, owner, index
+        self.rate_bps, self.delay_ps, self.name = rate_bps, delay_ps, name
+        self.peer = None          # receiving node
+        self.peer_port = -1       # its port index for this link
+        self.queues = (deque(), deque(), deque())
         self.busy = False
-        self.drops: Counter = Counter()
-        self.marks = 0
+        self.tx_bytes = 0
+        self.marker: MarkerModel | None = None
+        self.cp: CpModel | None = None
+        # PFC state of the data priority
+        self.paused_until = 0
+        self.pause_start: int | None = None
+        self.paused_ps = 0
+        self.ignore_pause_until = 0
+        self.watchdog_count = 0
 
+    # -- admission -----------------------------------------------------------------------------
     def send(self, pkt: Packet) -> bool:
-        """Offer a packet to this port; returns False if it was dropped."""
-        if self.marker is not None:
-            d = self.marker.step(Descriptor(QueueOp.ENQUEUE, self.index, pkt.prio, pkt.size,
-                                            pkt.ecn))
+        marker = self.marker
+        if marker is not None and pkt.prio != PRIO_MAC:
+            ecn_in = pkt.ecn
+            d = marker.step(Descriptor(QueueOp.ENQUEUE, self.index, pkt.prio, pkt.size, ecn_in))
             if d.drop:
-                self.drops[d.reason] += 1
+                self.owner.on_drop(self, pkt, d.reason)
                 return False
-            if d.marked:
-                self.marks += 1
             pkt.ecn = d.ecn
+            if d.marked:
+                self.owner.on_mark(self, pkt, ecn_in)
         self.queues[pkt.prio].append(pkt)
         if not self.busy:
             self._start()
         return True
 
+    # -- transmission --------------------------------------------------------------------------
+    def data_paused(self) -> bool:
+        now = self.sim.now
+        return now < self.paused_until and now >= self.ignore_pause_until
+
     def _start(self) -> None:
-        queue = self.queues[PRIO_CONTROL] or self.queues[PRIO_DATA]
-        if not queue:
+        q = self.queues
+        if q[PRIO_MAC]:
+            queue = q[PRIO_MAC]
+        elif q[PRIO_CONTROL]:
+            queue = q[PRIO_CONTROL]
+        elif q[PRIO_DATA] and not self.data_paused():
+            queue = q[PRIO_DATA]
+        else:
             self.busy = False
             return
         pkt = queue.popleft()
-        if self.marker is not None:
+        if self.marker is not None and pkt.prio != PRIO_MAC:
+            ecn_in = pkt.ecn
             d = self.marker.step(Descriptor(QueueOp.DEQUEUE, self.index, pkt.prio, pkt.size,
-                                            pkt.ecn))
+                                            ecn_in))
             assert d.reason == DropReason.NONE, d
-            if d.marked:
-                self.marks += 1
             pkt.ecn = d.ecn
+            if d.marked:
+                self.owner.on_mark(self, pkt, ecn_in)
+            if pkt.ingress >= 0:
+                self.owner.release(pkt)
         self.busy = True
-        done = serialization_ps(pkt.size, self.rate_bps)
-        self.sim.after(done, self._finish, pkt)
+        self.tx_bytes += pkt.size
+        self.sim.after(serialization_ps(pkt.size, self.rate_bps), self._finish, pkt)
 
     def _finish(self, pkt: Packet) -> None:
-        self.sim.after(self.delay_ps, self.deliver, pkt)
+        self.sim.after(self.delay_ps, self.peer.receive, pkt, self.peer_port)
         self._start()
 
+    # -- PFC -------------------------------------------------------------------------------------
+    def pause(self, pause_ps: int) -> None:
+        """A PAUSE frame arrived for this port's data priority (0 = resume)."""
+        now = self.sim.now
+        was = now < self.paused_until
+        self.paused_until = now + pause_ps
+        if pause_ps and not was:
+            self.pause_start = now
+        if pause_ps:
+            self.sim.at(self.paused_until, self._pause_check)
+        else:
+            self._pause_check()
 
-class Switch:
-    """Output-queued switch: a routing table host id -> egress port, one marker model for all
-    its egress queues (ports x priorities, one shared buffer)."""
+    def _pause_check(self) -> None:
+        now = self.sim.now
+        if now >= self.paused_until and self.pause_start is not None:
+            self.paused_ps += self.paused_until - self.pause_start if self.paused_until > \
+                self.pause_start else 0
+            self.pause_start = None
+        if not self.busy:
+            self._start()
 
-    def __init__(self, sim: Simulator, marker: MarkerModel, name: str = "sw"):
-        self.sim, self.marker, self.name = sim, marker, name
+    def paused_total(self, now: int) -> int:
+        if self.pause_start is None:
+            return self.paused_ps
+        return self.paused_ps + min(now, self.paused_until) - self.pause_start
+
+
+# --------------------------------------------------------------------------------------------
+# Nodes
+# --------------------------------------------------------------------------------------------
+
+
+class Node:
+    def __init__(self, net: Network, node_id: int, name: str):
+        self.net, self.sim, self.id, self.name = net, net.sim, node_id, name
         self.ports: list[EgressPort] = []
-        self.route: dict[int, int] = {}
 
-    def add_port(self, rate_bps: int, delay_ps: int, deliver) -> int:
-        index = len(self.ports)
-        self.ports.append(EgressPort(self.sim, rate_bps, delay_ps, deliver, self.marker, index,
-                                     f"{self.name}.p{index}"))
-        return index
+    def add_port(self, rate_bps: int, delay_ps: int) -> EgressPort:
+        port = EgressPort(self.net, self, len(self.ports), rate_bps, delay_ps,
+                          f"{self.name}.p{len(self.ports)}")
+        self.ports.append(port)
+        return port
 
-    def receive(self, pkt: Packet) -> None:
-        self.ports[self.route[pkt.dst]].send(pkt)
+    # hooks the ports call (hosts: nothing to do)
+    def on_drop(self, port, pkt, reason) -> None:
+        pass
+
+    def on_mark(self, port, pkt, ecn_in) -> None:
+        pass
+
+    def release(self, pkt) -> None:
+        pkt.ingress = -1
+
+
+class Host(Node):
+    """A NIC and the endpoints of the flows that start or end here."""
+
+    def __init__(self, net: Network, node_id: int, name: str):
+        super().__init__(net, node_id, name)
+        self.senders: dict = {}
+        self.receivers: dict = {}
+        self.tor: Switch | None = None
+
+    @property
+    def nic(self) -> EgressPort:
+        return self.ports[0]
+
+    def receive(self, pkt: Packet, in_port: int) -> None:
+        kind = pkt.kind
+        if kind == DATA:
+            self.receivers[pkt.flow].on_data(pkt)
+        elif kind == PAUSE:
+            self.ports[in_port].pause(pkt.pause_ps)
+        else:
+            sender = self.senders.get(pkt.flow)
+            if sender is not None:
+                sender.on_control(pkt)
+
+
+class Switch(Node):
+    def __init__(self, net: Network, node_id: int, name: str):
+        super().__init__(net, node_id, name)
+        self.host_port: dict[int, int] = {}           # directly attached host -> port
+        self.tor_ports: dict[int, list[int]] = {}     # destination ToR id -> ECMP ports
+        self.marker: MarkerModel | None = None
+        self.pfc = net.switch.pfc
+        self.ingress_bytes: list[int] = []
+        self.pause_sent: list[bool] = []
+        self.l3qcn_last: dict[int, int] = {}          # flow -> last switch-built CNP time
+
+    # -- forwarding ----------------------------------------------------------------------------
+    def route(self, pkt: Packet) -> EgressPort:
+        p = self.host_port.get(pkt.dst)
+        if p is None:
+            cands = self.tor_ports[self.net.tor_of[pkt.dst]]
+            p = cands[0] if len(cands) == 1 else \
+                cands[self.net.ecmp_hash(pkt.flow, pkt.kind != DATA, self.id) % len(cands)]
+        return self.ports[p]
+
+    def receive(self, pkt: Packet, in_port: int) -> None:
+        if pkt.kind == PAUSE:
+            self.ports[in_port].pause(pkt.pause_ps)
+            return
+        port = self.route(pkt)
+        if pkt.kind == DATA and port.cp is not None:
+            self._qcn_sample(port, pkt)
+        if not port.send(pkt):
+            return
+        if self.pfc.enabled and pkt.prio == PRIO_DATA:
+            pkt.ingress = in_port
+            b = self.ingress_bytes[in_port] + pkt.size
+            self.ingress_bytes[in_port] = b
+            if b > self.pfc.xoff_bytes and not self.pause_sent[in_port]:
+                self.pause_sent[in_port] = True
+                self._send_pause(in_port)
+
+    # -- hooks from the ports ----------------------------------------------------------------------
+    def on_drop(self, port, pkt, reason) -> None:
+        self.net.counters["drops_not_ect_at_k" if reason == DropReason.NOT_ECT_AT_K
+                          else "drops_buffer"] += 1
+        self.net.counters[f"drops_{KIND(pkt)}"] += 1
+
+    def on_mark(self, port, pkt, ecn_in) -> None:
+        net = self.net
+        net.counters["marks"] += 1
+        if net.l3qcn and pkt.kind == DATA:
+            # L3QCN for RoCEv2: the congested switch itself tells the source, and the packet
+            # continues unmarked (the receiver's NP must not answer the same congestion twice).
+            pkt.ecn = ecn_in
+            last = self.l3qcn_last.get(pkt.flow)
+            now = self.sim.now
+            if last is None or now - last >= net.l3qcn_interval_ps:
+                self.l3qcn_last[pkt.flow] = now
+                net.counters["cnps"] += 1
+                net.counters["cnps_by_switch"] += 1
+                self.route_control(control(CNP, pkt.flow, pkt.dst, pkt.src, by_switch=True,
+                                           sent_ps=pkt.sent_ps))
+
+    def route_control(self, pkt: Packet) -> None:
+        self.route(pkt).send(pkt)
+
+    def _qcn_sample(self, port: EgressPort, pkt: Packet) -> None:
+        d = port.cp.step(CpFrame(qlen=self.marker.queue(port.index, PRIO_DATA), length=pkt.size))
+        if d.cnm:
+            self.net.counters["cnms"] += 1
+            self.route_control(control(CNM, pkt.flow, pkt.dst, pkt.src, count=d.qntz_fb,
+                                       sent_ps=pkt.sent_ps))
+
+    # -- PFC -------------------------------------------------------------------------------------
+    def release(self, pkt: Packet) -> None:
+        i = pkt.ingress
+        pkt.ingress = -1
+        b = self.ingress_bytes[i] - pkt.size
+        self.ingress_bytes[i] = b
+        if self.pause_sent[i] and b <= self.pfc.xon_bytes:
+            self.pause_sent[i] = False
+            self._pause_frame(i, 0)
+
+    def _pause_frame(self, in_port: int, pause_ps: int) -> None:
+        self.net.counters["pause_frames"] += 1
+        self.ports[in_port].send(Packet(PAUSE, -1, -1, -1, 0, 64, Ecn.NOT_ECT, PRIO_MAC,
+                                        pause_ps=pause_ps))
+
+    def _send_pause(self, in_port: int) -> None:
+        if not self.pause_sent[in_port]:
+            return
+        self._pause_frame(in_port, self.pfc.pause_time_ps)
+        self.sim.after(self.pfc.pause_time_ps // 2, self._send_pause, in_port)
+
+    def watchdog(self) -> None:
+        pfc = self.pfc
+        now = self.sim.now
+        for port in self.ports:
+            if port.queues[PRIO_DATA] and now < port.paused_until:
+                port.watchdog_count += 1
+                if port.watchdog_count >= pfc.watchdog_checks:
+                    port.ignore_pause_until = now + pfc.watchdog_recovery_ps
+                    port.watchdog_count = 0
+                    self.net.counters["watchdog_trips"] += 1
+                    if not port.busy:
+                        port._start()
+            else:
+                port.watchdog_count = 0
+        self.sim.after(pfc.watchdog_period_ps, self.watchdog)
+
+
+def KIND(pkt: Packet) -> str:
+    if pkt.kind != DATA:
+        return "control"
+    return "ect" if pkt.ecn != Ecn.NOT_ECT else "not_ect"
+
+
+# --------------------------------------------------------------------------------------------
+# The network
+# --------------------------------------------------------------------------------------------
+
+
+class Network:
+    """Nodes, links, flows and the run loop for one algorithm (see ``docs/simulator.md``)."""
+
+    def __init__(self, algorithm: str, params=None, switch: SwitchConfig | None = None,
+                 seed: int = 1, sample_ps: int = 10 * PS_PER_US, clk_ps: int = 4000):
+        from .algorithms import ALGORITHMS
+        if algorithm not in ALGORITHMS:
+            raise ConfigError("Network", "algorithm", algorithm, f"one of {sorted(ALGORITHMS)}")
+        self.algorithm = ALGORITHMS[algorithm]
+        self.params = params if params is not None else self.algorithm.params_cls()
+        if not isinstance(self.params, self.algorithm.params_cls):
+            raise ConfigError("Network", "params", self.params,
+                              f"a {self.algorithm.params_cls.__name__}")
+        self.switch = switch or SwitchConfig()
+        self.mtu = self.switch.mtu
+        self.seed, self.sample_ps, self.clk_ps = seed, sample_ps, clk_ps
+        self.sim = Simulator()
+        self.nodes: list[Node] = []
+        self.hosts: dict[int, Host] = {}
+        self.switches: list[Switch] = []
+        self.tor_of: dict[int, int] = {}
+        self.flows: list[FlowSpec] = []
+        self.counters: Counter = Counter()
+        self.monitored: list[EgressPort] = []
+        self.l3qcn = False
+        self.l3qcn_interval_ps = 50 * PS_PER_US
+        self._finalized = False
+        self.queue_series: dict[str, list[int]] = {}
+        self.pause_series: dict[str, list[int]] = {}
+        self.flow_series: dict[int, list[int]] = {}
+
+    # -- building --------------------------------------------------------------------------------
+    def add_host(self, name: str | None = None) -> Host:
+        node_id = len(self.nodes)
+        host = Host(self, node_id, name or f"h{len(self.hosts)}")
+        self.nodes.append(host)
+        self.hosts[node_id] = host
+        return host
+
+    def add_switch(self, name: str | None = None) -> Switch:
+        sw = Switch(self, len(self.nodes), name or f"s{len(self.switches)}")
+        self.nodes.append(sw)
+        self.switches.append(sw)
+        return sw
+
+    def connect(self, a: Node, b: Node, rate_bps: int, delay_ps: int) -> tuple[EgressPort,
+                                                                                EgressPort]:
+        """A full-duplex link; returns (a's port towards b, b's port towards a)."""
+        check_int("link", "rate_bps", rate_bps, 10**6, 10**13)
+        check_int("link", "delay_ps", delay_ps, 0, 10**12)
+        pa, pb = a.add_port(rate_bps, delay_ps), b.add_port(rate_bps, delay_ps)
+        pa.peer, pa.peer_port = b, pb.index
+        pb.peer, pb.peer_port = a, pa.index
+        if isinstance(a, Host):
+            a.tor = b
+        if isinstance(b, Host):
+            b.tor = a
+        return pa, pb
+
+    def ecmp_hash(self, flow: int, reverse: bool, switch_id: int) -> int:
+        x = (flow * 0x9E3779B1 + switch_id * 0x85EBCA77 + reverse * 0xC2B2AE3D
+             + self.switch.ecmp_seed) & 0xFFFFFFFF
+        x ^= x >> 15
+        x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
+        return x ^ (x >> 12)
+
+    def _finalize(self) -> None:
+        if self._finalized:
+            return
+        self._finalized = True
+        # routes: hosts hang off one switch each (their ToR); shortest paths between switches
+        for h in self.hosts.values():
+            if h.tor is None or not isinstance(h.tor, Switch):
+                raise ConfigError("Network", "topology", h.name, "every host linked to a switch")
+            self.tor_of[h.id] = h.tor.id
+            h.tor.host_port[h.id] = h.nic.peer_port
+        tors = sorted(set(self.tor_of.values()))
+        for tor in tors:
+            dist = {tor: 0}
+            frontier = [self.nodes[tor]]
+            while frontier:
+                nxt = []
+                for sw in frontier:
+                    for p in sw.ports:
+                        if isinstance(p.peer, Switch) and p.peer.id not in dist:
+                            dist[p.peer.id] = dist[sw.id] + 1
+                            nxt.append(p.peer)
+                frontier = nxt
+            for sw in self.switches:
+                if sw.id == tor or sw.id not in dist:
+                    continue
+                sw.tor_ports[tor] = [p.index for p in sw.ports if isinstance(p.peer, Switch)
+                                     and dist.get(p.peer.id, -1) == dist[sw.id] - 1]
+        pfc = self.switch.pfc
+        headroom = pfc.headroom_bytes if pfc.enabled else 0
+        for sw in self.switches:
+            sw.marker = MarkerModel(self.algorithm.marker_config(
+                self.params, ports=len(sw.ports), mtu=self.mtu,
+                buf_max=min(self.switch.queue_bytes + headroom, (1 << 24) - 1),
+                shared_buffer=min(self.switch.buffer_bytes + headroom, (1 << 24) - 1),
+                sample_at=self.switch.marking_point))
+            sw.ingress_bytes = [0] * len(sw.ports)
+            sw.pause_sent = [False] * len(sw.ports)
+            cp_cfg = self.algorithm.cp_config(self.params, self.mtu)
+            for p in sw.ports:
+                p.marker = sw.marker
+                if cp_cfg is not None:
+                    p.cp = CpModel(cp_cfg)
+            if pfc.enabled and pfc.watchdog_checks:
+                self.sim.at(pfc.watchdog_period_ps, sw.watchdog)
+        self.l3qcn = self.algorithm.l3qcn(self.params)
+        for p in self.monitored:
+            self.queue_series[p.name] = []
+            self.pause_series[p.name] = []
+
+    def monitor(self, port: EgressPort) -> None:
+        self.monitored.append(port)
+
+    # -- flows -------------------------------------------------------------------------------------
+    def add_flow(self, spec: FlowSpec) -> None:
+        self._finalize()
+        for name, host in (("src", spec.src), ("dst", spec.dst)):
+            if host not in self.hosts:
+                raise ConfigError(f"flow {spec.flow_id}", name, host, "a host id of the topology")
+        if spec.src == spec.dst:
+            raise ConfigError(f"flow {spec.flow_id}", "dst", spec.dst, "a host other than src")
+        if spec.size_bytes is not None:
+            check_int(f"flow {spec.flow_id}", "size_bytes", spec.size_bytes, 1, 1 << 40)
+        self.flows.append(spec)
+        src, dst = self.hosts[spec.src], self.hosts[spec.dst]
+        dst.receivers[spec.flow_id] = self.algorithm.make_receiver(self, spec, dst)
+        sender = self.algorithm.make_sender(self, spec, src)
+        src.senders[spec.flow_id] = sender
+        self.sim.at(spec.start_ps, sender.start)
+        if spec.track or spec.size_bytes is None:
+            self.flow_series[spec.flow_id] = []
+
+    # -- running -----------------------------------------------------------------------------------
+    def _sample(self) -> None:
+        for p in self.monitored:
+            self.queue_series[p.name].append(p.owner.marker.queue(p.index, PRIO_DATA))
+            self.pause_series[p.name].append(int(p.data_paused()))
+        for fid, series in self.flow_series.items():
+            series.append(self._receiver(fid).delivered_bytes)
+        self.sim.after(self.sample_ps, self._sample)
+
+    def _receiver(self, fid: int):
+        spec = self.flows_by_id[fid]
+        return self.hosts[spec.dst].receivers[fid]
+
+    def run(self, until_ps: int, progress: Callable[[int], None] | None = None) -> None:
+        self._finalize()
+        self.flows_by_id = {f.flow_id: f for f in self.flows}
+        if self.sim.now == 0 and not getattr(self, "_sampling", False):
+            self._sampling = True
+            self.sim.at(0, self._sample)
+        if progress is None:
+            self.sim.run(until_ps)
+        else:
+            step = max(until_ps // 100, 1)
+            t = self.sim.now
+            while t < until_ps:
+                t = min(t + step, until_ps)
+                self.sim.run(t)
+                progress(t)
+        self.duration_ps = until_ps
+
+    def base_rtt_ps(self, src: int, dst: int) -> int:
+        """Round trip without queueing: propagation both ways plus an MTU's serialization per
+        hop out and a control frame's per hop back."""
+        path = self._path(src, dst)
+        rtt = 0
+        for port in path:
+            rtt += 2 * port.delay_ps + serialization_ps(self.mtu, port.rate_bps) + \
+                serialization_ps(64, port.rate_bps)
+        return rtt
+
+    def path_rate_bps(self, src: int, dst: int) -> int:
+        return min(p.rate_bps for p in self._path(src, dst))
+
+    def _path(self, src: int, dst: int) -> list[EgressPort]:
+        self._finalize()
+        probe = Packet(DATA, 0, src, dst, 0, self.mtu)
+        node = self.hosts[src]
+        port = node.nic
+        path = [port]
+        while port.peer.id != dst:
+            port = port.peer.route(probe)
+            path.append(port)
+        return path
+
+    def result(self) -> RunResult:
+        now = self.sim.now
+        records = []
+        for f in self.flows:
+            rx = self.hosts[f.dst].receivers[f.flow_id]
+            tx = self.hosts[f.src].senders[f.flow_id]
+            ideal = None
+            if f.size_bytes is not None:
+                ideal = self.base_rtt_ps(f.src, f.dst) + math.ceil(
+                    f.size_bytes * 8 * PS_PER_S / self.path_rate_bps(f.src, f.dst))
+            records.append(FlowRecord(f.flow_id, f.src, f.dst, f.tag, f.size_bytes, f.start_ps,
+                                      rx.done_ps, rx.delivered_bytes, ideal, tx.retx_bytes))
+        counters = dict(self.counters)
+        counters.setdefault("marks", 0)
+        for k in ("drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
+                  "timeouts", "retransmitted_packets", "watchdog_trips", "cnps_by_switch"):
+            counters.setdefault(k, 0)
+        ports = [p for n in self.nodes for p in n.ports]
+        counters["paused_ps"] = sum(p.paused_total(now) for p in ports)
+        switch_ports = [p for s in self.switches for p in s.ports]
+        return RunResult(
+            algorithm=self.algorithm.name, duration_ps=now, events=self.sim.events,
+            sample_ps=self.sample_ps, seed=self.seed, flows=records,
+            queue_series=self.queue_series, flow_series=self.flow_series,
+            port_tx_bytes={p.name: p.tx_bytes for p in switch_ports},
+            port_rate_bps={p.name: p.rate_bps for p in switch_ports},
+            counters=counters, pause_series=self.pause_series)

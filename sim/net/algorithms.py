@@ -1,0 +1,499 @@
+"""The algorithm registry: per algorithm, its parameters, its switch profile and its endpoints.
+
+The interface between a host and a flow's congestion engine is deliberately narrow, so that a
+Verilated RTL engine can later replace a golden model inside the same simulation:
+
+* a **sender** endpoint has ``start()`` (called at the flow's start time), ``on_control(pkt)``
+  (ACK, NAK, CNP or CNM for its flow) and ``retx_bytes``; it transmits with
+  ``host.nic.send(pkt)``;
+* a **receiver** endpoint has ``on_data(pkt)``, ``delivered_bytes`` (in order) and ``done_ps``
+  (when the last byte arrived, None before).
+
+Each :class:`AlgorithmSpec` also says how the switches are configured for it (the marker
+profile, optional QCN congestion points, L3QCN).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hw.layouts import Ecn
+from hw.nic.dcqcn_config import PROFILES as DCQCN_PROFILES
+from hw.nic.dcqcn_config import DcqcnRpConfig
+from hw.nic.qcn_rp_config import QcnRpConfig
+from hw.nic.rate_limiter_config import CREDIT_FRAC, RateLimiterConfig
+from hw.params import check_choice, check_int, check_real
+from hw.switch.marker_config import MarkerConfig
+from hw.switch.qcn_cp_config import QcnCpConfig
+from sim.models import dcqcn as dcqcn_model
+from sim.models import qcn as qcn_model
+from sim.models.dctcp import DctcpConfig, DctcpReceiver, DctcpSender
+
+from .engine import PS_PER_NS
+from .packet import ACK, CNM, CNP, DATA, NAK, Packet, control
+
+
+def _check_bool(owner, name, value):
+    if not isinstance(value, bool):
+        from hw.params import ConfigError
+        raise ConfigError(owner, name, value, "one of False, True")
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    name: str
+    params_cls: type
+    description: str
+    make_sender: object
+    make_receiver: object
+    marker_config: object            # (params, ports, mtu, buf_max, shared_buffer, sample_at)
+    cp_config: object = lambda params, mtu: None
+    l3qcn: object = lambda params: False
+
+
+# --------------------------------------------------------------------------------------------
+# Shared endpoint pieces
+# --------------------------------------------------------------------------------------------
+
+
+class _Endpoint:
+    """Packet-numbered message of ``spec.size_bytes`` bytes cut into MTU-sized packets."""
+
+    def __init__(self, net, spec, host):
+        self.net, self.sim, self.spec, self.host = net, net.sim, spec, host
+        self.mtu = net.mtu
+        self.packets = None if spec.size_bytes is None else -(-spec.size_bytes // net.mtu)
+
+    def size_of(self, seq: int) -> int:
+        if self.packets is not None and seq == self.packets - 1:
+            return self.spec.size_bytes - seq * self.mtu
+        return self.mtu
+
+    def data(self, seq: int, ecn: Ecn, retx: bool) -> Packet:
+        return Packet(DATA, self.spec.flow_id, self.spec.src, self.spec.dst, seq,
+                      self.size_of(seq), ecn, retx=retx,
+                      last=self.packets is not None and seq == self.packets - 1,
+                      sent_ps=self.sim.now)
+
+    def more(self, seq: int) -> bool:
+        """Whether packet ``seq`` is part of the message (and the flow is not stopped)."""
+        if self.packets is not None:
+            return seq < self.packets
+        stop = self.spec.stop_ps
+        return stop is None or self.sim.now < stop
+
+
+class _InOrderReceiver(_Endpoint):
+    """Go-back-N receiver: counts in-order packets, NAKs a gap once, discards the rest.
+    ACKs every ``ack_every`` packets and the last one; subclasses add CNPs."""
+
+    def __init__(self, net, spec, host, ack_every: int):
+        super().__init__(net, spec, host)
+        self.expected = 0
+        self.ack_every = ack_every
+        self.pending = 0
+        self.nak_sent = False
+        self.delivered_bytes = 0
+        self.done_ps = None
+
+    def on_data(self, pkt: Packet) -> None:
+        nic = self.host.nic
+        f = self.spec
+        if pkt.seq != self.expected:
+            if pkt.seq > self.expected and not self.nak_sent:
+                self.nak_sent = True
+                nic.send(control(NAK, f.flow_id, f.dst, f.src, self.expected))
+            return
+        self.nak_sent = False
+        self.expected += 1
+        self.delivered_bytes += pkt.size
+        if pkt.last:
+            self.done_ps = self.sim.now
+        self.pending += 1
+        if self.pending >= self.ack_every or pkt.last:
+            self.pending = 0
+            nic.send(control(ACK, f.flow_id, f.dst, f.src, self.expected))
+
+
+# --------------------------------------------------------------------------------------------
+# DCTCP
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DctcpParams:
+    """DCTCP (``dctcp.md``): step marking at ``k_bytes`` (CE when q > K), Linux alpha with
+    g = 2**-shift_g, Reno growth from ``init_cwnd`` packets, receiver ACK every ``ack_every``
+    packets (RFC 8257 state machine), go-back-N after ``rto_ns`` without progress."""
+
+    k_bytes: int = 65_000
+    init_cwnd: int = 10
+    shift_g: int = 4
+    ack_every: int = 1
+    rto_ns: int = 1_000_000
+
+    def __post_init__(self):
+        check_int(self, "k_bytes", self.k_bytes, 1, (1 << 24) - 1)
+        check_int(self, "rto_ns", self.rto_ns, 1000, 10**10)
+        DctcpConfig(shift_g=self.shift_g, init_cwnd=self.init_cwnd, ack_every=self.ack_every)
+
+    def engine(self) -> DctcpConfig:
+        return DctcpConfig(shift_g=self.shift_g, init_cwnd=self.init_cwnd,
+                           ack_every=self.ack_every)
+
+
+class _RtoMixin:
+    """Retransmission timeout: no cumulative progress for ``rto_ps`` -> go back N."""
+
+    def _arm_rto(self) -> None:
+        self.last_progress = self.sim.now
+        self.sim.after(self.rto_ps, self._check_rto)
+
+    def _check_rto(self) -> None:
+        if self.finished:
+            return
+        now = self.sim.now
+        if now - self.last_progress >= self.rto_ps and self._outstanding():
+            self.net.counters["timeouts"] += 1
+            self.last_progress = now
+            self._go_back(self._acked())
+        self.sim.at(max(self.last_progress + self.rto_ps, now + 1), self._check_rto)
+
+
+class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
+    def __init__(self, net, spec, host):
+        super().__init__(net, spec, host)
+        self.engine = DctcpSender(net.params.engine())
+        self.rto_ps = net.params.rto_ns * PS_PER_NS
+        self.retx_bytes = 0
+        self.high = 0             # highest sequence sent + 1 (to flag retransmissions)
+        self.finished = False
+
+    def start(self) -> None:
+        self._arm_rto()
+        self._pump()
+
+    def _acked(self) -> int:
+        return self.engine.acked
+
+    def _outstanding(self) -> bool:
+        return self.engine.next_seq > self.engine.acked or self.more(self.engine.next_seq)
+
+    def _go_back(self, seq: int) -> None:
+        self.engine.next_seq = seq
+        self._pump()
+
+    def _pump(self) -> None:
+        e = self.engine
+        nic = self.host.nic
+        while e.can_send() and self.more(e.next_seq):
+            retx = e.next_seq < self.high
+            pkt = self.data(e.next_seq, Ecn.ECT0, retx)
+            if retx:
+                self.retx_bytes += pkt.size
+                self.net.counters["retransmitted_packets"] += 1
+            nic.send(pkt)
+            e.next_seq += 1
+            self.high = max(self.high, e.next_seq)
+
+    def on_control(self, pkt: Packet) -> None:
+        if pkt.kind != ACK:
+            return
+        before = self.engine.acked
+        self.engine.on_ack(pkt.seq, pkt.ece)
+        if self.engine.acked > before:
+            self.last_progress = self.sim.now
+        if self.packets is not None and self.engine.acked >= self.packets:
+            self.finished = True
+            return
+        self._pump()
+
+
+class DctcpReceiverEndpoint(_Endpoint):
+    def __init__(self, net, spec, host):
+        super().__init__(net, spec, host)
+        self.model = DctcpReceiver(net.params.engine())
+        self.delivered_bytes = 0
+        self.done_ps = None
+
+    def on_data(self, pkt: Packet) -> None:
+        in_order = pkt.seq == self.model.expected
+        acks = self.model.on_packet(pkt.seq, pkt.ecn == Ecn.CE)
+        if in_order:
+            self.delivered_bytes += pkt.size
+            if pkt.last:
+                self.done_ps = self.sim.now
+                if not acks or acks[-1][0] != self.model.expected:
+                    acks = acks + [(self.model.expected, self.model.ce_state)]
+                    self.model.pending = 0
+        f = self.spec
+        for acked, ece in acks:
+            self.host.nic.send(control(ACK, f.flow_id, f.dst, f.src, acked, ece=ece))
+
+
+def _dctcp_marker(params: DctcpParams, *, ports, mtu, buf_max, shared_buffer, sample_at):
+    return MarkerConfig.dctcp(ports=ports, priorities=2, k=params.k_bytes, buf_max=buf_max,
+                              shared_buffer=shared_buffer, compare="gt", sample_at=sample_at)
+
+
+# --------------------------------------------------------------------------------------------
+# Rate-based senders: DCQCN and QCN
+# --------------------------------------------------------------------------------------------
+
+
+class _RateSender(_Endpoint, _RtoMixin):
+    """A flow paced at its reaction point's current rate, with go-back-N on NAK or timeout.
+
+    The pacing is the per-flow rate limiter's (:mod:`sim.models.rate_limiter`): a packet of L
+    bytes sent at cycle t with the rate register R lets the next one go at cycle
+    ``t + ceil(L * 2**24 / inc(R))``, R latched at the send.  The reaction point is stepped at the
+    cycle of each event (a send, a CNP/CNM) and skips the idle cycles in between."""
+
+    def __init__(self, net, spec, host, rp, line_rate_mbps: int, ack_every: int):
+        super().__init__(net, spec, host)
+        self.rp = rp
+        self.limiter = RateLimiterConfig(flows=1, clk_hz=10**12 // net.clk_ps,
+                                         line_rate_mbps=line_rate_mbps)
+        self.rto_ps = net.params.rto_ns * PS_PER_NS
+        self.next_seq = 0
+        self.acked = 0
+        self.high = 0
+        self.retx_bytes = 0
+        self.finished = False
+        self.scheduled = False
+        self.next_ok = 0
+
+    def _sync(self) -> None:
+        cycle = self.sim.now // self.net.clk_ps
+        if cycle > self.rp.cycle:
+            self.rp.idle(cycle - self.rp.cycle)
+
+    def start(self) -> None:
+        self._arm_rto()
+        self._send_next()
+
+    def _acked(self) -> int:
+        return self.acked
+
+    def _outstanding(self) -> bool:
+        return self.next_seq > self.acked or self.more(self.next_seq)
+
+    def _go_back(self, seq: int) -> None:
+        self.next_seq = max(seq, self.acked)
+        if not self.scheduled:
+            self._send_next()
+
+    def _send_next(self) -> None:
+        self.scheduled = False
+        if self.finished or not self.more(self.next_seq):
+            return
+        now = self.sim.now
+        if now < self.next_ok:
+            self.scheduled = True
+            self.sim.at(self.next_ok, self._send_next)
+            return
+        seq = self.next_seq
+        retx = seq < self.high
+        pkt = self.data(seq, Ecn.ECT0, retx)
+        if retx:
+            self.retx_bytes += pkt.size
+            self.net.counters["retransmitted_packets"] += 1
+        self._sync()
+        self.rp.step(self._tx_event(pkt.size))
+        self.host.nic.send(pkt)
+        self.next_seq += 1
+        self.high = max(self.high, self.next_seq)
+        inc = self.limiter.inc_for(self._rate())
+        cycles = -(-(pkt.size << CREDIT_FRAC) // max(inc, 1))
+        self.next_ok = (now // self.net.clk_ps + cycles) * self.net.clk_ps
+        self.scheduled = True
+        self.sim.at(self.next_ok, self._send_next)
+
+    def on_control(self, pkt: Packet) -> None:
+        if pkt.kind == ACK:
+            if pkt.seq > self.acked:
+                self.acked = pkt.seq
+                self.last_progress = self.sim.now
+                if self.packets is not None and self.acked >= self.packets:
+                    self.finished = True
+        elif pkt.kind == NAK:
+            if pkt.seq >= self.acked:
+                self.acked = pkt.seq
+                self.last_progress = self.sim.now
+                self._go_back(pkt.seq)
+        elif pkt.kind == self._signal_kind:
+            self._sync()
+            self.rp.step(self._signal_event(pkt))
+
+
+@dataclass(frozen=True)
+class DcqcnParams:
+    """DCQCN: reaction point profile (``paper``, ``ns3-rdma``, ``hpcc-mlx``, ``connectx``; the
+    line rate is the NIC's), RED-ECN marking ``kmin/kmax/pmax`` (HPCC's 100 Gb/s values by
+    default), the NP's minimum CNP interval, receiver ACK coalescing, the go-back-N timeout,
+    and ``l3qcn``: switches build the CNPs themselves (L3QCN) instead of the receiver."""
+
+    profile: str = "paper"
+    kmin_bytes: int = 100_000
+    kmax_bytes: int = 400_000
+    pmax: float = 0.2
+    cnp_interval_ns: int = 50_000
+    ack_every: int = 16
+    rto_ns: int = 1_000_000
+    l3qcn: bool = False
+
+    def __post_init__(self):
+        check_choice(self, "profile", self.profile, DCQCN_PROFILES)
+        check_int(self, "kmin_bytes", self.kmin_bytes, 0, (1 << 24) - 1)
+        check_int(self, "kmax_bytes", self.kmax_bytes, self.kmin_bytes + 1, (1 << 24) - 1,
+                  lo_name="kmin_bytes + 1")
+        check_real(self, "pmax", self.pmax, 0.0, 1.0)
+        check_int(self, "cnp_interval_ns", self.cnp_interval_ns, 0, 10**9)
+        check_int(self, "ack_every", self.ack_every, 1, 1024)
+        check_int(self, "rto_ns", self.rto_ns, 1000, 10**10)
+        _check_bool(self, "l3qcn", self.l3qcn)
+
+    def rp_config(self, line_rate_mbps: int) -> DcqcnRpConfig:
+        cfg = DcqcnRpConfig.profile(self.profile)
+        return cfg.replace(line_rate_mbps=line_rate_mbps,
+                           rpg_min_rate=min(cfg.rpg_min_rate, line_rate_mbps),
+                           rpg_max_rate=0)
+
+
+def _rate_mbps(net, host) -> int:
+    return host.nic.rate_bps // 10**6
+
+
+class DcqcnSenderEndpoint(_RateSender):
+    _signal_kind = CNP
+
+    def __init__(self, net, spec, host):
+        line = _rate_mbps(net, host)
+        cfg = net.params.rp_config(line)
+        super().__init__(net, spec, host, dcqcn_model.RpModel(cfg), line, net.params.ack_every)
+
+    def _rate(self) -> int:
+        return self.rp.state.rc
+
+    def _tx_event(self, n: int):
+        return dcqcn_model.Tx(n)
+
+    def _signal_event(self, pkt):
+        return dcqcn_model.Cnp()
+
+
+class DcqcnReceiverEndpoint(_InOrderReceiver):
+    """The notification point: at most one CNP per ``cnp_interval`` per flow; a CE packet
+    inside the interval makes a CNP due at the interval's end (the paper rule of
+    :class:`sim.models.dcqcn_np.NpModel`)."""
+
+    def __init__(self, net, spec, host):
+        super().__init__(net, spec, host, net.params.ack_every)
+        self.interval = net.params.cnp_interval_ns * PS_PER_NS
+        self.last_cnp = None
+        self.pending_cnp = False
+
+    def on_data(self, pkt: Packet) -> None:
+        if pkt.ecn == Ecn.CE:
+            now = self.sim.now
+            if self.last_cnp is None or now - self.last_cnp >= self.interval:
+                self._cnp()
+            elif not self.pending_cnp:
+                self.pending_cnp = True
+                self.sim.at(self.last_cnp + self.interval, self._cnp)
+        super().on_data(pkt)
+
+    def _cnp(self) -> None:
+        self.pending_cnp = False
+        self.last_cnp = self.sim.now
+        self.net.counters["cnps"] += 1
+        f = self.spec
+        self.host.nic.send(control(CNP, f.flow_id, f.dst, f.src))
+
+
+def _dcqcn_marker(params: DcqcnParams, *, ports, mtu, buf_max, shared_buffer, sample_at):
+    return MarkerConfig.dcqcn(ports=ports, priorities=2, k_min=params.kmin_bytes,
+                              k_max=params.kmax_bytes, p_max=params.pmax, buf_max=buf_max,
+                              shared_buffer=shared_buffer, sample_at=sample_at, compare="gt")
+
+
+@dataclass(frozen=True)
+class QcnParams:
+    """QCN: reaction point (the IEEE MIB values, which are for 10 Gb/s, with the increase steps
+    scaled x10 and the timer /10 for 100 Gb/s; the line rate is the NIC's), congestion point
+    set point ``q_eq_bytes`` and weight ``w`` on every switch egress port, receiver ACKs for
+    reliability (go-back-N), timeout."""
+
+    q_eq_bytes: int = 26_000
+    w: int = 2
+    gd: int = 7
+    min_rate_mbps: float = 10.0
+    ai_rate_mbps: float = 50.0
+    hai_rate_mbps: float = 500.0
+    byte_reset: int = 150_000
+    time_reset_us: float = 1_500.0
+    ack_every: int = 16
+    rto_ns: int = 1_000_000
+
+    def __post_init__(self):
+        self.cp(1000)
+        self.rp(100_000)
+        check_int(self, "ack_every", self.ack_every, 1, 1024)
+        check_int(self, "rto_ns", self.rto_ns, 1000, 10**10)
+
+    def cp(self, mtu: int) -> QcnCpConfig:
+        return QcnCpConfig(q_eq=self.q_eq_bytes, w=self.w)
+
+    def rp(self, line_rate_mbps: int) -> QcnRpConfig:
+        return QcnRpConfig(line_rate_mbps=line_rate_mbps, min_rate_mbps=self.min_rate_mbps,
+                           ai_rate_mbps=self.ai_rate_mbps, hai_rate_mbps=self.hai_rate_mbps,
+                           gd=self.gd, byte_reset=self.byte_reset,
+                           time_reset_us=self.time_reset_us)
+
+
+class QcnSenderEndpoint(_RateSender):
+    _signal_kind = CNM
+
+    def __init__(self, net, spec, host):
+        line = _rate_mbps(net, host)
+        super().__init__(net, spec, host, qcn_model.RpModel(net.params.rp(line)), line,
+                         net.params.ack_every)
+
+    def _rate(self) -> int:
+        return self.rp.state.cr
+
+    def _tx_event(self, n: int):
+        return qcn_model.Tx(n)
+
+    def _signal_event(self, pkt):
+        return qcn_model.Cnm(pkt.count)
+
+
+class QcnReceiverEndpoint(_InOrderReceiver):
+    def __init__(self, net, spec, host):
+        super().__init__(net, spec, host, net.params.ack_every)
+
+
+def _no_marking(params, *, ports, mtu, buf_max, shared_buffer, sample_at):
+    """QCN frames are Not-ECT: the DCTCP profile forwards them; K at the buffer size."""
+    return MarkerConfig.dctcp(ports=ports, priorities=2, k=buf_max, buf_max=buf_max,
+                              shared_buffer=shared_buffer, compare="gt", sample_at=sample_at)
+
+
+# --------------------------------------------------------------------------------------------
+# The registry
+# --------------------------------------------------------------------------------------------
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "dctcp": AlgorithmSpec(
+        "dctcp", DctcpParams, "DCTCP: window, per-window alpha, step marking at K",
+        DctcpSenderEndpoint, DctcpReceiverEndpoint, _dctcp_marker),
+    "dcqcn": AlgorithmSpec(
+        "dcqcn", DcqcnParams, "DCQCN: rate-based RP/NP with RED-ECN marking",
+        DcqcnSenderEndpoint, DcqcnReceiverEndpoint, _dcqcn_marker,
+        l3qcn=lambda p: p.l3qcn),
+    "qcn": AlgorithmSpec(
+        "qcn", QcnParams, "QCN: rate-based RP driven by the switches' congestion points",
+        QcnSenderEndpoint, QcnReceiverEndpoint, _no_marking,
+        cp_config=lambda p, mtu: p.cp(mtu)),
+}
