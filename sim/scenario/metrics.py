@@ -1,0 +1,173 @@
+"""Metrics of one run: pure functions of a ``sim.net.network.RunResult``.
+
+Conventions (also in ``docs/simulator.md``):
+
+- Sample ``k`` of a series is taken at ``k * sample_ps`` (sample 0 at time 0).  The throughput
+  of a flow over interval ``k`` (from sample ``k - 1`` to ``k``) is the difference of its
+  cumulative delivered bytes times 8 over ``sample_ps``: a series one shorter than the samples.
+- Percentiles are **nearest-rank**: the p-th percentile of ``n`` sorted values is the value of
+  rank ``ceil(p / 100 * n)`` (1-based), so it is always one of the values.
+- FCT = ``finish_ps - start_ps`` of a finished sized flow; slowdown = FCT / ``ideal_fct_ps``
+  (base RTT plus the size at the path rate, from the core).  Unfinished flows are counted apart,
+  not in the percentiles.
+- Size buckets (1 KB = 1000 B): ``<10KB`` [0, 10 KB), ``10KB-100KB`` [10 KB, 100 KB),
+  ``100KB-1MB`` [100 KB, 1 MB), ``>=1MB`` [1 MB, inf).
+- Jain's fairness index ``(sum x)^2 / (n sum x^2)`` over the goodputs of the long-lived flows
+  that are active over the whole window, by default the second half of the run (after the
+  start-up transient); 1 is perfectly fair, 1/n is one flow taking everything.
+- Utilization of a port = transmitted bytes x 8 / (rate x duration).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from sim.net.engine import PS_PER_S, PS_PER_US
+
+BUCKETS: tuple[tuple[str, int, int | None], ...] = (
+    ("<10KB", 0, 10_000),
+    ("10KB-100KB", 10_000, 100_000),
+    ("100KB-1MB", 100_000, 1_000_000),
+    (">=1MB", 1_000_000, None),
+)
+PERCENTILES = (50, 95, 99)
+COUNTERS = ("marks", "drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
+            "paused_ps", "timeouts", "retransmitted_packets", "watchdog_trips")
+
+
+def percentile(values, p: float):
+    """Nearest-rank percentile of ``values`` (None if empty)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def jain(values) -> float | None:
+    """Jain's fairness index; None for no values or all zero."""
+    values = list(values)
+    total = sum(values)
+    squares = sum(v * v for v in values)
+    return None if not values or squares == 0 else total * total / (len(values) * squares)
+
+
+def bucket_of(size_bytes: int) -> str:
+    for name, lo, hi in BUCKETS:
+        if size_bytes >= lo and (hi is None or size_bytes < hi):
+            return name
+    raise ValueError(size_bytes)
+
+
+def throughput_series(cumulative_bytes: list[int], sample_ps: int) -> list[float]:
+    """Bit/s over each sample interval, from cumulative delivered bytes."""
+    return [(b - a) * 8 * PS_PER_S / sample_ps
+            for a, b in itertools.pairwise(cumulative_bytes)]
+
+
+def utilization(res) -> dict[str, float]:
+    return {port: tx * 8 * PS_PER_S / (res.port_rate_bps[port] * res.duration_ps)
+            for port, tx in res.port_tx_bytes.items()}
+
+
+def fct_rows(res) -> list[dict]:
+    """One row per sized flow (long-lived flows have no FCT)."""
+    rows = []
+    for f in res.flows:
+        if f.size_bytes is None:
+            continue
+        fct = None if f.finish_ps is None else f.finish_ps - f.start_ps
+        slowdown = None if fct is None or not f.ideal_fct_ps else fct / f.ideal_fct_ps
+        rows.append({"flow_id": f.flow_id, "tag": f.tag, "src": f.src, "dst": f.dst,
+                     "size_bytes": f.size_bytes, "start_ps": f.start_ps,
+                     "finish_ps": f.finish_ps, "fct_ps": fct, "ideal_fct_ps": f.ideal_fct_ps,
+                     "slowdown": slowdown, "bucket": bucket_of(f.size_bytes)})
+    return rows
+
+
+def _spread(values) -> dict:
+    out = {f"p{p}": percentile(values, p) for p in PERCENTILES}
+    out["mean"] = sum(values) / len(values) if values else None
+    return out
+
+
+def _fct_group(rows: list[dict]) -> dict:
+    done = [r for r in rows if r["fct_ps"] is not None]
+    return {"flows": len(rows), "finished": len(done), "unfinished": len(rows) - len(done),
+            "slowdown": _spread([r["slowdown"] for r in done if r["slowdown"] is not None]),
+            "fct_us": _spread([r["fct_ps"] / PS_PER_US for r in done])}
+
+
+def fct_stats(res) -> dict:
+    """FCT and slowdown percentiles overall, by size bucket and by workload tag."""
+    rows = fct_rows(res)
+    stats = _fct_group(rows)
+    stats["by_size"] = {name: _fct_group([r for r in rows if r["bucket"] == name])
+                        for name, _, _ in BUCKETS}
+    stats["by_tag"] = {tag: _fct_group([r for r in rows if r["tag"] == tag])
+                       for tag in sorted({r["tag"] for r in rows})}
+    return stats
+
+
+def fairness(res, window_ps: tuple[int, int] | None = None) -> dict:
+    """Jain's index and goodputs of the long-lived flows active over the whole window."""
+    start, end = window_ps or (res.duration_ps // 2, res.duration_ps)
+    n_samples = max((len(s) for s in res.flow_series.values()), default=0)
+    i0 = min(start // res.sample_ps, max(n_samples - 1, 0))
+    i1 = min(end // res.sample_ps, max(n_samples - 1, 0))
+    goodputs = []
+    for f in res.flows:
+        series = res.flow_series.get(f.flow_id)
+        stop = getattr(f, "stop_ps", None)
+        if stop is None:
+            stop = f.finish_ps
+        if f.size_bytes is not None or series is None or f.start_ps > start or \
+                (stop is not None and stop < end) or i1 <= i0:
+            continue
+        goodputs.append((series[i1] - series[i0]) * 8 * PS_PER_S / ((i1 - i0) * res.sample_ps))
+    return {"jain": jain(goodputs), "flows": len(goodputs),
+            "window_us": [start / PS_PER_US, end / PS_PER_US],
+            "goodput_gbps": {"mean": sum(goodputs) / len(goodputs) / 1e9 if goodputs else None,
+                             "min": min(goodputs) / 1e9 if goodputs else None,
+                             "max": max(goodputs) / 1e9 if goodputs else None}}
+
+
+def queue_stats(res) -> dict[str, dict]:
+    """Per sampled port: max, mean and p99 of the egress data queue (bytes)."""
+    return {port: {"max": max(q) if q else 0, "mean": sum(q) / len(q) if q else 0.0,
+                   "p99": percentile(q, 99) or 0}
+            for port, q in res.queue_series.items()}
+
+
+def counters(res) -> dict:
+    out = {name: res.counters.get(name, 0) for name in COUNTERS}
+    out.update({k: v for k, v in res.counters.items() if k not in out})
+    out["drops"] = out["drops_not_ect_at_k"] + out["drops_buffer"]
+    out["paused_us"] = out["paused_ps"] / PS_PER_US
+    return out
+
+
+def summarize(res) -> dict:
+    """Every metric of a run, JSON-ready, plus the headline numbers of the comparison table."""
+    util = utilization(res)
+    queues = queue_stats(res)
+    fct = fct_stats(res)
+    fair = fairness(res)
+    count = counters(res)
+    sampled = [p for p in util if p in queues] or list(util)
+    headline = {
+        "utilization": max((util[p] for p in sampled), default=0.0),
+        "queue_p99_kb": max((q["p99"] for q in queues.values()), default=0) / 1000,
+        "queue_max_kb": max((q["max"] for q in queues.values()), default=0) / 1000,
+        "slowdown_p50": fct["slowdown"]["p50"],
+        "slowdown_p99": fct["slowdown"]["p99"],
+        "unfinished": fct["unfinished"],
+        "jain": fair["jain"],
+        "drops": count["drops"],
+        "marks": count["marks"],
+        "cnps_cnms": count["cnps"] + count["cnms"],
+        "paused_us": count["paused_us"],
+    }
+    return {"headline": headline, "utilization": util, "queues": queues, "fct": fct,
+            "fairness": fair, "counters": count}

@@ -1,0 +1,203 @@
+"""Outputs of a scenario run, in ``<out>/<scenario name>/``.
+
+- ``summary.json``: the scenario as read, seed, and per algorithm the events, wall time,
+  events/s and every metric of :func:`sim.scenario.metrics.summarize`;
+- ``<algo>_queues.csv`` (time_us, one column of bytes per sampled port),
+  ``<algo>_flows.csv`` (time_us at the end of each sample interval, one Gb/s column per tracked
+  flow, named ``f<id>_<tag>``), ``<algo>_fct.csv`` (one row per sized flow);
+- ``queues.png``, ``rates.png``, ``fct_slowdown_cdf.png``, ``comparison.png`` (titles carry the
+  scenario name).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from sim.net.engine import PS_PER_US
+
+from . import metrics
+from .config import Scenario, echo
+
+PLOT_PORTS = 6       # queue lines per panel: the ports with the deepest queues
+PLOT_FLOWS = 12      # rate lines per panel: the flows that delivered most
+
+
+def run_summary(run) -> dict:
+    res = run.result
+    return {"events": res.events, "wall_s": round(run.wall_s, 3),
+            "events_per_s": round(run.events_per_s), "flows": len(res.flows),
+            "metrics": metrics.summarize(res)}
+
+
+def summary(scn: Scenario, runs: list) -> dict:
+    return {"scenario": {"name": scn.name, "description": scn.description, "source": scn.source,
+                         "seed": scn.seed, "duration_us": scn.duration_ps / PS_PER_US,
+                         "sample_us": scn.sample_ps / PS_PER_US,
+                         "algorithms": [r.algorithm for r in runs], "file": echo(scn)},
+            "runs": {r.algorithm: run_summary(r) for r in runs}}
+
+
+def _json_default(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    raise TypeError(type(value).__name__)
+
+
+def write_all(scn: Scenario, runs: list, out: Path, plots: bool = True) -> tuple[Path, dict]:
+    folder = Path(out) / scn.name
+    folder.mkdir(parents=True, exist_ok=True)
+    data = summary(scn, runs)
+    (folder / "summary.json").write_text(json.dumps(data, indent=1, default=_json_default))
+    for run in runs:
+        write_series(run, folder)
+    if plots:
+        write_plots(scn, runs, data, folder)
+    return folder, data
+
+
+def write_series(run, folder: Path) -> None:
+    res, algo = run.result, run.algorithm
+    ports = list(res.queue_series)
+    n = max((len(q) for q in res.queue_series.values()), default=0)
+    with open(folder / f"{algo}_queues.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["time_us"] + ports)
+        for k in range(n):
+            w.writerow([k * res.sample_ps / PS_PER_US] + [res.queue_series[p][k] for p in ports])
+    tags = {r.flow_id: r.tag for r in res.flows}
+    ids = list(res.flow_series)
+    rates = {i: metrics.throughput_series(res.flow_series[i], res.sample_ps) for i in ids}
+    n = max((len(r) for r in rates.values()), default=0)
+    with open(folder / f"{algo}_flows.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["time_us"] + [f"f{i}_{tags.get(i, '')}" for i in ids])
+        for k in range(n):
+            w.writerow([(k + 1) * res.sample_ps / PS_PER_US] +
+                       [f"{rates[i][k] / 1e9:.4f}" if k < len(rates[i]) else "" for i in ids])
+    rows = metrics.fct_rows(res)
+    with open(folder / f"{algo}_fct.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["flow_id", "tag", "src", "dst", "size_bytes", "start_us", "finish_us",
+                    "fct_us", "ideal_fct_us", "slowdown"])
+        for r in rows:
+            def us(ps):
+                return "" if ps is None else ps / PS_PER_US
+            w.writerow([r["flow_id"], r["tag"], r["src"], r["dst"], r["size_bytes"],
+                        us(r["start_ps"]), us(r["finish_ps"]), us(r["fct_ps"]),
+                        us(r["ideal_fct_ps"]),
+                        "" if r["slowdown"] is None else f"{r['slowdown']:.4f}"])
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(scn: Scenario, runs: list, data: dict, folder: Path) -> None:
+    plt = _pyplot()
+    n = len(runs)
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.6), sharex=True, squeeze=False)
+    for ax, run in zip(axes[:, 0], runs, strict=True):
+        res = run.result
+        deepest = sorted(res.queue_series, key=lambda p: -max(res.queue_series[p], default=0))
+        for port in deepest[:PLOT_PORTS]:
+            q = res.queue_series[port]
+            ax.plot([k * res.sample_ps / PS_PER_US for k in range(len(q))],
+                    [b / 1000 for b in q], lw=0.8, label=port)
+        ax.set_ylabel("queue (KB)")
+        ax.set_title(run.algorithm, fontsize=9, loc="left")
+        if deepest:
+            ax.legend(fontsize=6, loc="upper right")
+    axes[-1, 0].set_xlabel("time (us)")
+    fig.suptitle(f"{scn.name}: egress queues")
+    fig.tight_layout()
+    fig.savefig(folder / "queues.png", dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.6), sharex=True, squeeze=False)
+    for ax, run in zip(axes[:, 0], runs, strict=True):
+        res = run.result
+        tags = {r.flow_id: r.tag for r in res.flows}
+        top = sorted(res.flow_series, key=lambda i: -(res.flow_series[i] or [0])[-1])
+        for i in top[:PLOT_FLOWS]:
+            rate = metrics.throughput_series(res.flow_series[i], res.sample_ps)
+            ax.plot([(k + 1) * res.sample_ps / PS_PER_US for k in range(len(rate))],
+                    [r / 1e9 for r in rate], lw=0.7, label=f"{i} {tags.get(i, '')}")
+        ax.set_ylabel("Gb/s")
+        ax.set_title(run.algorithm, fontsize=9, loc="left")
+        if 0 < len(top) <= 8:
+            ax.legend(fontsize=6, loc="upper right")
+    axes[-1, 0].set_xlabel("time (us)")
+    fig.suptitle(f"{scn.name}: per-flow throughput (sample interval "
+                 f"{scn.sample_ps / PS_PER_US:g} us)")
+    fig.tight_layout()
+    fig.savefig(folder / "rates.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    any_flow = False
+    for run in runs:
+        slow = sorted(r["slowdown"] for r in metrics.fct_rows(run.result)
+                      if r["slowdown"] is not None)
+        if slow:
+            any_flow = True
+            ax.step(slow, [(i + 1) / len(slow) for i in range(len(slow))], where="post",
+                    label=f"{run.algorithm} ({len(slow)} flows)")
+    if any_flow:
+        ax.set_xscale("log")
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no finished sized flows", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
+    ax.set_ylabel("CDF")
+    ax.set_title(f"{scn.name}: FCT slowdown")
+    fig.tight_layout()
+    fig.savefig(folder / "fct_slowdown_cdf.png", dpi=110)
+    plt.close(fig)
+
+    panels = [("utilization", "max port utilization"), ("queue_p99_kb", "queue p99 (KB)"),
+              ("slowdown_p99", "FCT slowdown p99"), ("jain", "Jain index (long flows)"),
+              ("drops", "drops"), ("paused_us", "PFC pause time (us)")]
+    fig, axes = plt.subplots(2, 3, figsize=(10, 5.5))
+    names = [r.algorithm for r in runs]
+    for ax, (key, label) in zip(axes.flat, panels, strict=True):
+        values = [data["runs"][a]["metrics"]["headline"][key] for a in names]
+        ax.bar(names, [0 if v is None else v for v in values],
+               color=[f"C{i}" for i in range(len(names))])
+        for i, v in enumerate(values):
+            ax.text(i, 0, "n/a" if v is None else f"{v:.3g}", ha="center", va="bottom",
+                    fontsize=7)
+        ax.set_title(label, fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"{scn.name}: comparison")
+    fig.tight_layout()
+    fig.savefig(folder / "comparison.png", dpi=110)
+    plt.close(fig)
+
+
+COLUMNS = [("algorithm", "{}", 9), ("events", "{:,}", 11), ("wall s", "{:.1f}", 7),
+           ("ev/s", "{:,.0f}", 9), ("util", "{:.3f}", 6), ("q p99 KB", "{:.1f}", 9),
+           ("q max KB", "{:.1f}", 9), ("sd p50", "{:.2f}", 7), ("sd p99", "{:.2f}", 7),
+           ("unfin", "{}", 6), ("Jain", "{:.3f}", 6), ("drops", "{}", 6), ("marks", "{}", 7),
+           ("CNP+CNM", "{}", 8), ("pause us", "{:.1f}", 9)]
+
+
+def table(data: dict) -> str:
+    """The comparison table printed by ``python -m sim run``."""
+    lines = ["  ".join(f"{name:>{w}}" for name, _, w in COLUMNS)]
+    for algo, run in data["runs"].items():
+        h = run["metrics"]["headline"]
+        values = [algo, run["events"], run["wall_s"], run["events_per_s"], h["utilization"],
+                  h["queue_p99_kb"], h["queue_max_kb"], h["slowdown_p50"], h["slowdown_p99"],
+                  h["unfinished"], h["jain"], h["drops"], h["marks"], h["cnps_cnms"],
+                  h["paused_us"]]
+        lines.append("  ".join(f"{'-' if v is None else fmt.format(v):>{w}}"
+                               for (_, fmt, w), v in zip(COLUMNS, values, strict=True)))
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""Build a validated scenario on the simulator core and run it for one algorithm."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import core
+from .config import Scenario
+from .fields import ScenarioError, missing
+from .workload import Flow, generate_flows
+
+
+@dataclass
+class Run:
+    algorithm: str
+    result: object          # sim.net.network.RunResult
+    wall_s: float
+    flows: list[Flow]
+
+    @property
+    def events_per_s(self) -> float:
+        return self.result.events / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def build(scn: Scenario, algorithm: str):
+    """The network, its topology and the flows of ``scn`` for ``algorithm`` (not run yet)."""
+    api = core.api()
+    net = api.Network(algorithm=algorithm, params=scn.params[algorithm], switch=scn.switch,
+                      seed=scn.seed, sample_ps=scn.sample_ps)
+    topo = scn.topology.build(net, api.topology)
+    predicted = scn.topology.groups()
+    actual = {name: len(topo.groups.get(name, ())) for name in predicted}
+    if actual != predicted:
+        raise RuntimeError(f"topology {scn.topology.kind}: the core built groups {actual}, the "
+                           f"scenario layer expected {predicted}")
+    try:
+        flows = generate_flows(scn.workloads, topo.groups, scn.topology, scn.duration_ps,
+                               scn.seed, scn.cdfs)
+    except ValueError as e:
+        raise ScenarioError(scn.source, "workload", missing(), str(e)) from None
+    for f in flows:
+        net.add_flow(api.FlowSpec(flow_id=f.flow_id, src=f.src, dst=f.dst,
+                                  size_bytes=f.size_bytes, start_ps=f.start_ps,
+                                  stop_ps=f.stop_ps, tag=f.tag, track=f.track))
+    return net, topo, flows
+
+
+def check(scn: Scenario) -> None:
+    """The checks that need the core's topology (host overlap of src and dst): build the network
+    of the first algorithm once, without running it."""
+    build(scn, scn.algorithms[0])
+
+
+def run(scn: Scenario, algorithm: str, progress=None) -> Run:
+    net, _, flows = build(scn, algorithm)
+    start = time.perf_counter()
+    net.run(scn.duration_ps, progress=progress)
+    wall = time.perf_counter() - start
+    return Run(algorithm, net.result(), wall, flows)

@@ -1,0 +1,130 @@
+"""The topology section of a scenario: one frozen dataclass per kind.
+
+Each knows, without building anything, the host groups the core's builder will create and how
+many hosts each has (so that workloads can be checked before a simulation starts), and the rate
+of a host's access link (the denominator of a Poisson workload's load).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hw.params import check_int
+
+GBPS = 10**9
+MAX_HOSTS = 100_000
+
+
+def _check_link(obj, rate_field: str, rate: int, delay: int) -> None:
+    check_int(obj, rate_field, rate, 10**6, 10**13)
+    check_int(obj, "delay_ps", delay, 0, 10**12)
+
+
+@dataclass(frozen=True)
+class DumbbellTopology:
+    """N senders and R receivers behind one switch (N-to-1 incast when R = 1)."""
+    senders: int = 16
+    receivers: int = 1
+    rate_bps: int = 100 * GBPS
+    delay_ps: int = 1_000_000
+    receiver_rate_bps: int | None = None     # the receivers' links (default: rate_bps)
+
+    kind = "dumbbell"
+
+    def __post_init__(self):
+        check_int(self, "senders", self.senders, 1, MAX_HOSTS)
+        check_int(self, "receivers", self.receivers, 1, MAX_HOSTS)
+        _check_link(self, "rate_bps", self.rate_bps, self.delay_ps)
+        if self.receiver_rate_bps is not None:
+            check_int(self, "receiver_rate_bps", self.receiver_rate_bps, 10**6, 10**13)
+
+    def group_rate_bps(self, group: str) -> int:
+        """Access-link rate of the hosts of ``group``."""
+        if group == "receivers" and self.receiver_rate_bps is not None:
+            return self.receiver_rate_bps
+        return self.rate_bps
+
+    def groups(self) -> dict[str, int]:
+        return {"senders": self.senders, "receivers": self.receivers,
+                "all": self.senders + self.receivers}
+
+    def build(self, net, topology):
+        return topology.dumbbell(net, senders=self.senders, receivers=self.receivers,
+                                 rate_bps=self.rate_bps, delay_ps=self.delay_ps,
+                                 receiver_rate_bps=self.receiver_rate_bps)
+
+
+@dataclass(frozen=True)
+class ChainTopology:
+    """Senders on the first of a line of switches, receivers (and ``cross_senders``) on the last
+    (multi-hop: control-loop delay).  ``hop_delay_ps``: inter-switch links (default delay_ps)."""
+    switches: int = 3
+    senders: int = 4
+    receivers: int = 1
+    rate_bps: int = 100 * GBPS
+    delay_ps: int = 1_000_000
+    cross_senders: int = 0
+    hop_delay_ps: int | None = None
+
+    kind = "chain"
+
+    def __post_init__(self):
+        check_int(self, "switches", self.switches, 1, 64)
+        check_int(self, "senders", self.senders, 1, MAX_HOSTS)
+        check_int(self, "receivers", self.receivers, 1, MAX_HOSTS)
+        check_int(self, "cross_senders", self.cross_senders, 0, MAX_HOSTS)
+        _check_link(self, "rate_bps", self.rate_bps, self.delay_ps)
+        if self.hop_delay_ps is not None:
+            check_int(self, "hop_delay_ps", self.hop_delay_ps, 0, 10**12)
+
+    def group_rate_bps(self, group: str) -> int:
+        return self.rate_bps
+
+    def groups(self) -> dict[str, int]:
+        return {"senders": self.senders, "receivers": self.receivers,
+                "cross_senders": self.cross_senders,
+                "all": self.senders + self.cross_senders + self.receivers}
+
+    def build(self, net, topology):
+        return topology.chain(net, switches=self.switches, senders=self.senders,
+                              receivers=self.receivers, rate_bps=self.rate_bps,
+                              delay_ps=self.delay_ps, cross_senders=self.cross_senders,
+                              hop_delay_ps=self.hop_delay_ps)
+
+
+@dataclass(frozen=True)
+class LeafSpineTopology:
+    """Two tiers: ``leaves`` leaf switches of ``hosts_per_leaf`` hosts, ``spines`` spines, ECMP."""
+    leaves: int = 4
+    spines: int = 2
+    hosts_per_leaf: int = 8
+    host_rate_bps: int = 100 * GBPS
+    fabric_rate_bps: int = 100 * GBPS
+    delay_ps: int = 1_000_000
+
+    kind = "leaf_spine"
+
+    def __post_init__(self):
+        check_int(self, "leaves", self.leaves, 1, 256)
+        check_int(self, "spines", self.spines, 1, 256)
+        check_int(self, "hosts_per_leaf", self.hosts_per_leaf, 1 if self.leaves > 1 else 2,
+                  10_000)
+        _check_link(self, "host_rate_bps", self.host_rate_bps, self.delay_ps)
+        check_int(self, "fabric_rate_bps", self.fabric_rate_bps, 10**6, 10**13)
+
+    def group_rate_bps(self, group: str) -> int:
+        return self.host_rate_bps
+
+    def groups(self) -> dict[str, int]:
+        groups = {f"leaf{i}": self.hosts_per_leaf for i in range(self.leaves)}
+        groups["all"] = self.leaves * self.hosts_per_leaf
+        return groups
+
+    def build(self, net, topology):
+        return topology.leaf_spine(net, leaves=self.leaves, spines=self.spines,
+                                   hosts_per_leaf=self.hosts_per_leaf,
+                                   host_rate_bps=self.host_rate_bps,
+                                   fabric_rate_bps=self.fabric_rate_bps, delay_ps=self.delay_ps)
+
+
+TOPOLOGIES = {cls.kind: cls for cls in (DumbbellTopology, ChainTopology, LeafSpineTopology)}
