@@ -17,6 +17,8 @@ from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.nic.rate_limiter_config import RateLimiterConfig
 from hw.switch.cnm_config import CnmGenConfig
+from hw.switch.hash_table_config import HashTableConfig
+from hw.switch.l3qcn_config import L3qcnCpConfig, L3qcnTorConfig
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import QcnCpConfig
 
@@ -70,6 +72,21 @@ def _cnm_gen(cfg):
 def _qcn_cp(cfg):
     from hw.switch.qcn_cp import QcnCp
     return QcnCp(cfg)
+
+
+def _hash_table(cfg):
+    from hw.switch.hash_table import HashTable
+    return HashTable(cfg)
+
+
+def _l3qcn_cp(cfg):
+    from hw.switch.l3qcn import L3qcnCp
+    return L3qcnCp(cfg)
+
+
+def _l3qcn_tor(cfg):
+    from hw.switch.l3qcn import L3qcnTor
+    return L3qcnTor(cfg)
 
 
 def _marker(cfg):
@@ -133,4 +150,15 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
     Top("cnm_gen", CnmGenConfig(), _cnm_gen,
         "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
+    # L3QCN (docs/l3qcn.md): the two tables alone, the CP's notifiers, the ToR's converter.
+    Top("cnp_qp_table", HashTableConfig.cnp_qp(), _hash_table,
+        "L3QCN CNP-QP table, (dst IP, dst QP) -> src QP, 256 buckets x 4 ways"),
+    Top("flow_id_table", HashTableConfig.flow_id(), _hash_table,
+        "L3QCN flow-ID mapping table, 5-tuple -> (MAC, flow ID, VID), 256 buckets x 4 ways"),
+    Top("l3qcn_cp_roce", L3qcnCpConfig(mode="roce"), _l3qcn_cp,
+        "L3QCN CP, RoCEv2 priority: QCN CP + CNP-QP table (1024) + switch-built CNP"),
+    Top("l3qcn_cp_qcn", L3qcnCpConfig(mode="qcn"), _l3qcn_cp,
+        "L3QCN CP, QCN priority: QCN CP + private CNM (UDP 1021, 16 sampled bytes)"),
+    Top("l3qcn_tor", L3qcnTorConfig(), _l3qcn_tor,
+        "L3QCN ingress ToR: private CNM parser + flow-ID table (1024) + CNM generator"),
 ]}

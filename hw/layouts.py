@@ -349,7 +349,7 @@ CNM_PDU = data.StructLayout({
 def cnm_request_layout(cfg) -> data.StructLayout:
     """One CNM to send: the sampled frame's addressing, the CP's feedback and the first
     ``cfg.msdu_bytes`` bytes of the sampled MSDU (wire byte i in ``msdu[8i:8i+8]``)."""
-    return data.StructLayout({
+    fields = {
         "dst_mac": 48,        # the sampled frame's source MAC
         "vid": 12,            # the sampled frame's VLAN ID
         "rpid": 16,           # the sampled frame's CN-TAG flow ID
@@ -361,7 +361,10 @@ def cnm_request_layout(cfg) -> data.StructLayout:
         "enc_dst": 48,        # the sampled frame's destination MAC
         "msdu_len": 16,       # the sampled frame's MSDU length
         "msdu": 8 * cfg.msdu_bytes,
-    })
+    }
+    if cfg.cpid_from_request:
+        fields["cpid_high"] = 48   # upper 6 bytes of the CPID (a remote CP's MAC, L3QCN ToR)
+    return data.StructLayout(fields)
 
 
 # ---- DCQCN notification point (hw/nic/dcqcn_np.py) ---------------------------------------------
@@ -390,3 +393,175 @@ def rl_send_layout(cfg) -> data.StructLayout:
 
 def bits_for_flows(cfg) -> int:
     return max(1, (cfg.flows - 1).bit_length())
+
+
+# ------------------------------------------------------------------------------------------------
+# L3QCN (docs/l3qcn.md): generic hash table (hw/switch/hash_table.py), private CNM
+# (hw/switch/l3qcn.py), the congestion point's notifier and the ingress ToR's converter.
+# ------------------------------------------------------------------------------------------------
+__all__ += ["HtOp", "HtStatus", "ht_command_layout", "ht_result_layout", "ht_entry_layout",
+            "CNP_QP_KEY", "FIVE_TUPLE", "FLOW_ID_VALUE", "PRIVATE_CNM_PDU",
+            "private_cnm_request_layout", "l3qcn_frame_layout"]
+
+
+class HtOp(enum.Enum, shape=2):
+    """A hash-table command."""
+    LOOKUP = 0   #: read the key's value
+    ADD = 1      #: insert a new key (DUPLICATE if present, FULL if its bucket is full)
+    REMOVE = 2   #: delete the key (NOT_FOUND if absent)
+    LEARN = 3    #: insert, or overwrite the value of a present key (REFRESHED)
+
+
+class HtStatus(enum.Enum, shape=3):
+    """The outcome of a hash-table command."""
+    OK = 0          #: lookup hit, key added, key removed, key learnt (new)
+    NOT_FOUND = 1   #: lookup miss, remove of an absent key
+    FULL = 2        #: add / learn of a new key into a full bucket (nothing written)
+    DUPLICATE = 3   #: add of a present key (nothing written)
+    REFRESHED = 4   #: learn of a present key: value overwritten
+
+
+def ht_command_layout(cfg) -> data.StructLayout:
+    return data.StructLayout({"op": HtOp, "key": cfg.key_width, "value": cfg.value_width,
+                              "tag": cfg.tag_width})
+
+
+def ht_result_layout(cfg) -> data.StructLayout:
+    """The command's op, key and tag echoed; ``value``: the entry's value BEFORE the command
+    when the key was present, else 0."""
+    return data.StructLayout({"op": HtOp, "status": HtStatus, "key": cfg.key_width,
+                              "value": cfg.value_width, "tag": cfg.tag_width})
+
+
+def ht_entry_layout(cfg) -> data.StructLayout:
+    """One way of a bucket in block RAM."""
+    return data.StructLayout({"valid": 1, "key": cfg.key_width, "value": cfg.value_width})
+
+
+#: key of the CNP-QP table (an integer, not wire bytes): destination QP in the low 24 bits
+CNP_QP_KEY = data.StructLayout({"dqpn": 24, "dst_ip": 32})
+#: key of the flow-ID mapping table: the IPv4 5-tuple
+FIVE_TUPLE = data.StructLayout({"protocol": 8, "dport": 16, "sport": 16, "dst_ip": 32,
+                                "src_ip": 32})
+#: value of the flow-ID mapping table
+FLOW_ID_VALUE = data.StructLayout({"vid": 12, "rpid": 16, "src_mac": 48})
+
+#: The project's private CNM PDU (UDP payload, 32 bytes, big-endian like the headers above:
+#: declared from the last wire bit).  Wire order: version 4 | resv 4 | resv 2 | qntzFb 6 |
+#: encapsulated priority 3 | resv 13 | CPID 64 | QOffset 16 | QDelta 16 | flow source IP 32 |
+#: flow destination IP 32 | flow source port 16 | flow destination port 16 | flow protocol 8 |
+#: resv 8 | encapsulated MSDU length 16; then the sampled packet's first bytes.
+PRIVATE_CNM_PDU = data.StructLayout({
+    "msdu_len": 16, "resv3": 8, "protocol": 8, "dport": 16, "sport": 16, "dst_ip": 32,
+    "src_ip": 32, "q_delta": 16, "q_off": 16, "cpid": 64, "resv2": 13, "enc_prio": 3,
+    "qntz_fb": 6, "resv1": 2, "resv0": 4, "version": 4,
+})
+
+
+def private_cnm_request_layout(cfg) -> data.StructLayout:
+    """One private CNM to build (``cfg``: PrivateCnmConfig): the congested flow's 5-tuple and
+    priority, the CP's feedback, the sampled IP packet's length and first bytes."""
+    return data.StructLayout({
+        "src_ip": 32, "dst_ip": 32, "sport": 16, "dport": 16, "protocol": 8,
+        "qntz_fb": 6, "q_off": 16, "q_delta": 16, "enc_prio": 3, "msdu_len": 16,
+        "sample": max(1, 8 * cfg.sample_bytes),
+    })
+
+
+def l3qcn_frame_layout(cfg) -> data.StructLayout:
+    """A frame entering the L3QCN congestion point's queue (``cfg``: L3qcnCpConfig): what the
+    QCN CP needs (queue depth found, length) and the parsed headers the notification needs."""
+    fields = {"qlen": cfg.cp.occ_width, "length": cfg.cp.len_width, "src_ip": 32, "dst_ip": 32,
+              "sport": 16}
+    if cfg.mode == "roce":
+        fields.update({"dqpn": 24, "roce": 1})     # roce: parsed as RoCEv2 (UDP 4791 + BTH)
+    else:
+        fields.update({"dport": 16, "protocol": 8, "prio": 3, "ip_len": 16,
+                       "sample": max(1, 8 * cfg.private.sample_bytes)})
+    return data.StructLayout(fields)
+
+
+# ------------------------------------------------------------------------------------------------
+# LDCP transport (hw/nic/ldcp_transport.py, sim/models/ldcp_transport.py)
+# ------------------------------------------------------------------------------------------------
+class LdcpTxStage(enum.Enum, shape=1):
+    """Stage of an LDCP sender's message (docs/ldcp-transport.md)."""
+    FAST = 0     #: fast start: window IW, Not-ECT packets until the first ACK
+    STABLE = 1   #: stable stage: the window engine's gate (PAWA), every packet ECT
+
+
+class LdcpTxLoad(enum.Enum, shape=2):
+    """Which window the sender loads into the window engine (a pending load)."""
+    ACKED = 0    #: exit 1 (loss in fast start): the packets acknowledged in fast start
+    BDP = 1      #: exit 2 (all IW packets acknowledged): the CW_BDP register
+    MIN1 = 2     #: retransmission timeout in the stable stage: min(cw, 1)
+
+
+def ldcp_tx_state_layout(cfg) -> data.StructLayout:
+    """The whole state of an LDCP sender (its ``state`` port), compared every cycle by the
+    testbench, and the pulses of the last edge."""
+    w = cfg.lsn_width
+    return data.StructLayout({
+        "active": 1, "done": 1, "stage": LdcpTxStage, "first_ack": 1,
+        "load_pending": 1, "load_kind": LdcpTxLoad, "settle": 2,
+        "msg_len": w, "nxt": w, "una": w, "snd_max": w,
+        "new_cnt": 16, "fs_acked": 16, "rto_cnt": 32,
+        "ev_rto": 1, "ev_bad_ack": 1, "ev_exit": 2,   # pulses: the last edge's events
+    })
+
+
+def ldcp_tx_start_layout(cfg) -> data.StructLayout:
+    """A message to send (``cfg``: LdcpTransportConfig): its length in bytes (0 is done at once)."""
+    return data.StructLayout({"length": cfg.lsn_width})
+
+
+def ldcp_tx_packet_layout(cfg) -> data.StructLayout:
+    """A packet released by the LDCP sender: its first byte's LSN, its length (MTU except the
+    last of the message), ECN-capable (ECT) or not (Not-ECT, fast start), a retransmission,
+    and the last packet of the message."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "length": cfg.len_width, "ect": 1,
+                              "retx": 1, "last": 1})
+
+
+def ldcp_rx_packet_layout(cfg) -> data.StructLayout:
+    """A data packet reaching the LDCP receiver: LSN, length, CE mark, last of the message."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "length": cfg.len_width, "ce": 1,
+                              "last": 1})
+
+
+def ldcp_tack_layout(cfg) -> data.StructLayout:
+    """An LDCP transport ACK: the cumulative LSN (next byte expected), the ECN-Echo bit, the
+    packets it newly confirms ``n`` (0..m; 0 for a duplicate ACK), and NAK (a gap was seen at
+    ``lsn``: go back N)."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "ece": 1, "n": cfg.n_width, "nak": 1})
+
+
+def ldcp_rx_deliver_layout(cfg) -> data.StructLayout:
+    """Bytes the LDCP receiver accepted in order (handed to the application)."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "length": cfg.len_width, "last": 1})
+
+
+def ldcp_rx_state_layout(cfg) -> data.StructLayout:
+    """The whole state of an LDCP receiver (its ``state`` port)."""
+    return data.StructLayout({
+        "expected": cfg.lsn_width, "pending": cfg.n_width, "nak_sent": 1, "age": 24,
+        "ev_bad": 1,                                   # pulse: a malformed packet was dropped
+    })
+
+
+__all__ += ["LdcpTxStage", "LdcpTxLoad", "ldcp_tx_state_layout", "ldcp_tx_start_layout",
+            "ldcp_tx_packet_layout", "ldcp_rx_packet_layout", "ldcp_tack_layout",
+            "ldcp_rx_deliver_layout", "ldcp_rx_state_layout"]
+
+#: tag of the L3QCN CP's CNP-QP table commands (width CNP_TAG_WIDTH): ``datapath`` 1 for the
+#: CP's own lookups (0: a management command), and what the CNP needs besides the table's value
+CNP_LOOKUP_TAG = data.StructLayout({"datapath": 1, "src_ip": 32, "sport": 16})
+
+
+def tor_learn_layout() -> data.StructLayout:
+    """Learn (insert or refresh) one flow at the ingress ToR: the 5-tuple of a host's data
+    frame and its source MAC, CN-TAG flow ID and VLAN ID."""
+    return data.StructLayout({"flow": FIVE_TUPLE, "info": FLOW_ID_VALUE})
+
+
+__all__ += ["CNP_LOOKUP_TAG", "tor_learn_layout"]

@@ -29,18 +29,22 @@ class CnmGenConfig:
     """``cp_mac``: the CP's MAC (frame SA and the upper 6 bytes of the CPID).
     ``cnm_pcp``: 802.1p priority of the CNM's VLAN tag (default 6, as for ConnectX CNPs).
     ``msdu_bytes``: sampled MSDU bytes carried (0..64; default 64, the maximum of packets.md).
-    ``data_bytes``: bytes per output beat (4, 8 or 16)."""
+    ``data_bytes``: bytes per output beat (4, 8 or 16).
+    ``cpid_from_request``: the whole CPID comes from the request (``cpid_high``: its upper 6
+    bytes) instead of ``cp_mac``; the L3QCN ToR forwards a remote CP's CPID this way."""
 
     cp_mac: int = 0x02_00_00_00_C0_01
     cnm_pcp: int = 6
     msdu_bytes: int = 64
     data_bytes: int = 8
+    cpid_from_request: bool = False
 
     def __post_init__(self):
         check_int(self, "cp_mac", self.cp_mac, 0, (1 << 48) - 1)
         check_int(self, "cnm_pcp", self.cnm_pcp, 0, 7)
         check_int(self, "msdu_bytes", self.msdu_bytes, 0, 64)
         check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
+        check_choice(self, "cpid_from_request", self.cpid_from_request, (False, True))
 
     @property
     def max_frame(self) -> int:

@@ -74,7 +74,8 @@ class CnmGenerator(wiring.Component):
         cntag = pack_fields(CN_TAG, {"rpid": r.rpid, "ethertype": CNM_ETHERTYPE})
         pdu = pack_fields(CNM_PDU, {
             "version": 0, "resv": 0, "qntz_fb": r.qntz_fb,
-            "cpid": Cat(r.cpid_low, Const(cfg.cp_mac, 48)), "q_off": r.q_off,
+            "cpid": Cat(r.cpid_low, r.cpid_high if cfg.cpid_from_request
+                        else Const(cfg.cp_mac, 48)), "q_off": r.q_off,
             "q_delta": r.q_delta, "enc_prio": r.enc_prio, "enc_resv": 0, "enc_dst": r.enc_dst,
             "msdu_len": r.msdu_len})
         header = (be_bytes(eth, 14) + be_bytes(vlan, 4) + be_bytes(cntag, 4)

@@ -40,6 +40,7 @@ class CnmRequest:
     enc_dst: int
     msdu_len: int
     msdu: bytes         # the sampled MSDU's first bytes (at least min(msdu_len, msdu_bytes))
+    cpid_high: int = 0  # upper 6 bytes of the CPID when cfg.cpid_from_request (else cp_mac)
 
 
 def _be(layout, values: dict) -> bytes:
@@ -49,7 +50,8 @@ def _be(layout, values: dict) -> bytes:
 
 def pack_cnm_request(cfg: CnmGenConfig, r: CnmRequest) -> int:
     msdu = r.msdu[:cfg.msdu_bytes].ljust(cfg.msdu_bytes, b"\0")
-    return LayoutCodec(cnm_request_layout(cfg)).pack({
+    extra = {"cpid_high": r.cpid_high} if cfg.cpid_from_request else {}
+    return LayoutCodec(cnm_request_layout(cfg)).pack({**extra,
         "dst_mac": r.dst_mac, "vid": r.vid, "rpid": r.rpid, "cpid_low": r.cpid_low,
         "qntz_fb": r.qntz_fb, "q_off": r.q_off & 0xFFFF, "q_delta": r.q_delta & 0xFFFF,
         "enc_prio": r.enc_prio, "enc_dst": r.enc_dst, "msdu_len": r.msdu_len,
@@ -66,8 +68,9 @@ class CnmModel:
         out += _be(VLAN_TAG, {"pcp": cfg.cnm_pcp, "dei": 0, "vid": r.vid,
                               "ethertype": CNTAG_ETHERTYPE})
         out += _be(CN_TAG, {"rpid": r.rpid, "ethertype": CNM_ETHERTYPE})
+        cpid_high = r.cpid_high if cfg.cpid_from_request else cfg.cp_mac
         out += _be(CNM_PDU, {
-            "version": 0, "resv": 0, "qntz_fb": r.qntz_fb, "cpid": (cfg.cp_mac << 16) | r.cpid_low,
+            "version": 0, "resv": 0, "qntz_fb": r.qntz_fb, "cpid": (cpid_high << 16) | r.cpid_low,
             "q_off": r.q_off & 0xFFFF, "q_delta": r.q_delta & 0xFFFF, "enc_prio": r.enc_prio,
             "enc_resv": 0, "enc_dst": r.enc_dst, "msdu_len": r.msdu_len})
         out += r.msdu[:min(r.msdu_len, cfg.msdu_bytes)]

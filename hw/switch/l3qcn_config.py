@@ -1,0 +1,166 @@
+"""Configuration of L3QCN (``switch.md`` §3, ``docs/l3qcn.md``): the private CNM, the congestion
+point's notifier (switch-built RoCEv2 CNP or private CNM) and the ingress ToR's converter.
+
+All values are elaboration-time constants.  Frozen, validated dataclasses; an invalid value
+raises :class:`hw.params.ConfigError` naming the field, the value and the allowed range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..nic.cnp_config import CnpGenConfig
+from ..params import ConfigError, check_choice, check_int
+from .cnm_config import CnmGenConfig
+from .hash_table_config import HashTableConfig
+from .qcn_cp_config import QcnCpConfig
+
+__all__ = ["PrivateCnmConfig", "L3qcnCpConfig", "L3qcnTorConfig", "PRIVATE_CNM_PORT",
+           "PRIVATE_CNM_VERSION", "PRIVATE_CNM_PDU_BYTES", "CNP_TAG_WIDTH"]
+
+#: Default UDP destination port of the private CNM: 1021, one of the two ports IANA reserves
+#: for RFC 3692-style experiments (RFC 4727).  No port is assigned to L3QCN (the draft's IANA
+#: section only says one "will be applied"); a port below 1024 is never an ephemeral port, so
+#: ordinary host traffic does not collide with it.
+PRIVATE_CNM_PORT = 1021
+#: Version nibble of the private CNM PDU (0 is the standard CNM's; 1 marks this format).
+PRIVATE_CNM_VERSION = 1
+PRIVATE_CNM_PDU_BYTES = 32
+#: tag carried by the CP's CNP-QP table lookups: mgmt flag 1 + flow source IP 32 + UDP sport 16
+CNP_TAG_WIDTH = 49
+
+
+@dataclass(frozen=True)
+class PrivateCnmConfig:
+    """The private CNM (an IPv4/UDP packet, ``docs/l3qcn.md``).
+
+    ``cp_ip``: IPv4 source address (the CP's own; see docs for why not the flow's).
+    ``cpid``: the CP's 64-bit CPID (MAC in the upper 6 bytes, port/priority in the lower 2).
+    ``udp_port``: UDP destination port the ToR recognizes (default 1021, RFC 4727).
+    ``udp_sport``: UDP source port.  ``dscp``, ``ecn`` (1 or 2: ECT), ``ttl``: IPv4 fields.
+    ``sample_bytes``: bytes of the sampled IP packet carried after the PDU (even, 0..64).
+    ``data_bytes``: bytes per beat of the byte streams (4, 8 or 16)."""
+
+    cp_ip: int = 0x0A_00_FF_01           # 10.0.255.1
+    cpid: int = (0x02_00_00_00_C0_01 << 16) | 0x0005
+    udp_port: int = PRIVATE_CNM_PORT
+    udp_sport: int = PRIVATE_CNM_PORT
+    dscp: int = 48
+    ecn: int = 1
+    ttl: int = 64
+    sample_bytes: int = 16
+    data_bytes: int = 8
+
+    def __post_init__(self):
+        check_int(self, "cp_ip", self.cp_ip, 0, (1 << 32) - 1)
+        check_int(self, "cpid", self.cpid, 0, (1 << 64) - 1)
+        check_int(self, "udp_port", self.udp_port, 1, 0xFFFF)
+        check_int(self, "udp_sport", self.udp_sport, 0, 0xFFFF)
+        check_int(self, "dscp", self.dscp, 0, 63)
+        check_choice(self, "ecn", self.ecn, (1, 2))
+        check_int(self, "ttl", self.ttl, 1, 255)
+        check_int(self, "sample_bytes", self.sample_bytes, 0, 64)
+        if self.sample_bytes % 2:
+            raise ConfigError(self, "sample_bytes", self.sample_bytes, "an even integer 0..64")
+        check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
+
+    def replace(self, **changes) -> PrivateCnmConfig:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def udp_length(self) -> int:
+        return 8 + PRIVATE_CNM_PDU_BYTES + self.sample_bytes
+
+    @property
+    def packet_bytes(self) -> int:
+        """IPv4 total length: 20 + 8 + 32 + sample_bytes."""
+        return 20 + self.udp_length
+
+
+@dataclass(frozen=True)
+class L3qcnCpConfig:
+    """The L3QCN congestion point of one queue (``docs/l3qcn.md``, "Congestion point").
+
+    ``mode``: ``"roce"`` (the queue of the RoCEv2 priority: a sampled frame with Fb < 0 gets a
+    switch-built CNP to its source, the sender's QP from the CNP-QP table) or ``"qcn"`` (the
+    QCN priority: a private CNM to the flow's source IP).
+    ``cp``: the QCN congestion point (feedback, quantization, sampling).
+    ``private``: the private CNM (mode ``qcn``).  ``cnp``: the CNP generator (mode ``roce``;
+    IPv4, no L2 header: the switch's forwarding pipeline adds it).
+    ``buckets``, ``ways``, ``hash_seed``: the CNP-QP table (mode ``roce``).
+    ``counter_width``: bits of the saturating counters."""
+
+    mode: str = "qcn"
+    cp: QcnCpConfig = QcnCpConfig()
+    private: PrivateCnmConfig = PrivateCnmConfig()
+    cnp: CnpGenConfig = CnpGenConfig(l2="none")
+    buckets: int = 256
+    ways: int = 4
+    hash_seed: int = 0x13C9
+    counter_width: int = 32
+
+    def __post_init__(self):
+        check_choice(self, "mode", self.mode, ("roce", "qcn"))
+        for name, kind in (("cp", QcnCpConfig), ("private", PrivateCnmConfig),
+                           ("cnp", CnpGenConfig)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(self, name, getattr(self, name), f"a {kind.__name__}")
+        if self.cnp.ip_version != 4 or self.cnp.l2 != "none":
+            raise ConfigError(self, "cnp", self.cnp, "a CnpGenConfig with ip_version 4, l2 'none'")
+        if self.private.data_bytes != self.cnp.data_bytes:
+            raise ConfigError(self, "cnp", self.cnp, "data_bytes equal to private.data_bytes"
+                              f" (= {self.private.data_bytes})")
+        check_int(self, "counter_width", self.counter_width, 8, 64)
+        self.table_config()      # validates buckets, ways, hash_seed
+
+    def replace(self, **changes) -> L3qcnCpConfig:
+        return dataclasses.replace(self, **changes)
+
+    def table_config(self) -> HashTableConfig:
+        return HashTableConfig.cnp_qp(self.buckets, self.ways, CNP_TAG_WIDTH).replace(
+            hash_seed=self.hash_seed, counter_width=self.counter_width)
+
+
+@dataclass(frozen=True)
+class L3qcnTorConfig:
+    """The ingress ToR's private-CNM-to-CNM converter (``docs/l3qcn.md``, "ToR").
+
+    ``private``: the private CNM format it accepts (``udp_port``, ``sample_bytes``,
+    ``data_bytes`` of the input stream).  ``tor_mac``: the ToR's MAC: the CNM's source address,
+    and its encapsulated destination MAC (hosts send routed traffic to their gateway).  The
+    CNM's CPID is the remote CP's, carried by the private CNM.
+    ``cnm_pcp``: priority of the CNM's VLAN tag.  ``buckets``, ``ways``, ``hash_seed``: the
+    flow-ID mapping table.  ``counter_width``: bits of the saturating counters."""
+
+    private: PrivateCnmConfig = PrivateCnmConfig()
+    tor_mac: int = 0x02_00_00_00_70_01
+    cnm_pcp: int = 6
+    buckets: int = 256
+    ways: int = 4
+    hash_seed: int = 0x5A17
+    counter_width: int = 32
+
+    def __post_init__(self):
+        if not isinstance(self.private, PrivateCnmConfig):
+            raise ConfigError(self, "private", self.private, "a PrivateCnmConfig")
+        check_int(self, "counter_width", self.counter_width, 8, 64)
+        self.cnm_config()        # validates tor_mac, cnm_pcp
+        self.table_config()      # validates buckets, ways, hash_seed
+
+    def replace(self, **changes) -> L3qcnTorConfig:
+        return dataclasses.replace(self, **changes)
+
+    def table_config(self) -> HashTableConfig:
+        return HashTableConfig.flow_id(self.buckets, self.ways, 1).replace(
+            hash_seed=self.hash_seed, counter_width=self.counter_width)
+
+    def cnm_config(self) -> CnmGenConfig:
+        return CnmGenConfig(cp_mac=self.tor_mac, cnm_pcp=self.cnm_pcp,
+                            msdu_bytes=self.private.sample_bytes,
+                            data_bytes=self.private.data_bytes, cpid_from_request=True)
+
+    @property
+    def capture_bytes(self) -> int:
+        """Bytes of an input packet kept for parsing: a whole private CNM."""
+        return self.private.packet_bytes

@@ -1,0 +1,354 @@
+"""Bit-exact golden models of L3QCN (``switch.md`` §3, ``docs/l3qcn.md``): the two tables, the
+private CNM, the congestion point's notifier and the ingress ToR's converter.
+
+Model-level API (also for the network simulator)::
+
+    t = CnpQpTable(HashTableConfig.cnp_qp())          # (dst IP, dst QP) -> src QP
+    t.add(dst_ip, dst_qp, src_qp) -> HtStatus         # OK / FULL / DUPLICATE
+    t.remove(dst_ip, dst_qp) -> HtStatus              # OK / NOT_FOUND
+    t.lookup(dst_ip, dst_qp) -> int | None            # None on a miss (counted: t.misses)
+
+    f = FlowIdTable(HashTableConfig.flow_id())        # 5-tuple -> (src MAC, flow ID, VID)
+    f.learn(FiveTuple(...), FlowInfo(...)) -> HtStatus  # OK (new) / REFRESHED / FULL
+    f.lookup(FiveTuple(...)) -> FlowInfo | None
+
+    build_private_cnm(PrivateCnmConfig(), PrivateCnmRequest(...)) -> bytes   # IPv4 packet
+    parse_private_cnm(PrivateCnmConfig(), packet) -> PrivateCnm | None
+    classify(PrivateCnmConfig(), packet) -> ("cnm" | "other" | "malformed", PrivateCnm | None)
+
+    cp = L3qcnCpModel(L3qcnCpConfig(mode="roce"|"qcn"))
+    cp.frame(L3qcnFrame(...)) -> bytes | None   # the CNP or private CNM (IPv4 packet), if any
+    tor = TorModel(L3qcnTorConfig())
+    tor.learn(five_tuple, flow_info) -> HtStatus;  tor.receive(packet) -> bytes | None (a CNM)
+
+Packets are IPv4 packets without L2 header (the switches' forwarding pipelines add and strip
+it); the ToR's output is a whole Ethernet CNM frame (without FCS), built by
+:class:`sim.models.cnm.CnmModel`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hw.layouts import (
+    CNP_QP_KEY,
+    FIVE_TUPLE,
+    FLOW_ID_VALUE,
+    IPV4_HEADER,
+    PRIVATE_CNM_PDU,
+    UDP_HEADER,
+    HtOp,
+    HtStatus,
+    LayoutCodec,
+)
+from hw.switch.hash_table_config import HashTableConfig
+from hw.switch.l3qcn_config import (
+    PRIVATE_CNM_PDU_BYTES,
+    PRIVATE_CNM_VERSION,
+    L3qcnCpConfig,
+    L3qcnTorConfig,
+    PrivateCnmConfig,
+)
+from sim.models.cnm import CnmModel, CnmRequest
+from sim.models.cnp import CnpModel, CnpRequest, ipv4_checksum
+from sim.models.hash_table import HashTableModel
+from sim.models.qcn import CpFrame, CpModel
+
+__all__ = ["FiveTuple", "FlowInfo", "CnpQpTable", "FlowIdTable", "PrivateCnmRequest",
+           "PrivateCnm", "build_private_cnm", "parse_private_cnm", "classify", "udp_checksum",
+           "L3qcnFrame", "L3qcnCpModel", "TorModel", "cnp_qp_key", "five_tuple_key",
+           "flow_info_value"]
+
+_KEY = LayoutCodec(CNP_QP_KEY)
+_TUPLE = LayoutCodec(FIVE_TUPLE)
+_FLOW = LayoutCodec(FLOW_ID_VALUE)
+_IP = LayoutCodec(IPV4_HEADER)
+_UDP = LayoutCodec(UDP_HEADER)
+_PDU = LayoutCodec(PRIVATE_CNM_PDU)
+
+
+@dataclass(frozen=True)
+class FiveTuple:
+    src_ip: int
+    dst_ip: int
+    sport: int
+    dport: int
+    protocol: int
+
+
+@dataclass(frozen=True)
+class FlowInfo:
+    """What the ingress ToR learnt from the host's data frames."""
+    src_mac: int
+    rpid: int       # CN-TAG flow ID
+    vid: int
+
+
+def cnp_qp_key(dst_ip: int, dst_qp: int) -> int:
+    return _KEY.pack({"dst_ip": dst_ip, "dqpn": dst_qp})
+
+
+def five_tuple_key(t: FiveTuple) -> int:
+    return _TUPLE.pack(vars(t))
+
+
+def flow_info_value(v: FlowInfo) -> int:
+    return _FLOW.pack(vars(v))
+
+
+class CnpQpTable:
+    """(destination IP, destination QP) -> source QP, at the congestion point."""
+
+    def __init__(self, cfg: HashTableConfig | None = None):
+        self.table = HashTableModel(cfg or HashTableConfig.cnp_qp())
+
+    def add(self, dst_ip: int, dst_qp: int, src_qp: int) -> HtStatus:
+        return self.table.command(HtOp.ADD, cnp_qp_key(dst_ip, dst_qp), src_qp).status
+
+    def remove(self, dst_ip: int, dst_qp: int) -> HtStatus:
+        return self.table.command(HtOp.REMOVE, cnp_qp_key(dst_ip, dst_qp)).status
+
+    def lookup(self, dst_ip: int, dst_qp: int) -> int | None:
+        return self.table.lookup(cnp_qp_key(dst_ip, dst_qp))
+
+    @property
+    def misses(self) -> int:
+        return self.table.misses
+
+
+class FlowIdTable:
+    """IPv4 5-tuple -> (source MAC, CN-TAG flow ID, VLAN ID), at the ingress ToR."""
+
+    def __init__(self, cfg: HashTableConfig | None = None):
+        self.table = HashTableModel(cfg or HashTableConfig.flow_id())
+
+    def learn(self, t: FiveTuple, info: FlowInfo) -> HtStatus:
+        return self.table.command(HtOp.LEARN, five_tuple_key(t), flow_info_value(info)).status
+
+    def remove(self, t: FiveTuple) -> HtStatus:
+        return self.table.command(HtOp.REMOVE, five_tuple_key(t)).status
+
+    def lookup(self, t: FiveTuple) -> FlowInfo | None:
+        v = self.table.lookup(five_tuple_key(t))
+        return None if v is None else FlowInfo(**_FLOW.unpack(v))
+
+    @property
+    def misses(self) -> int:
+        return self.table.misses
+
+    @property
+    def full(self) -> int:
+        return self.table.full
+
+
+# ---- private CNM ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PrivateCnmRequest:
+    """What the CP puts into a private CNM: the congested flow and its feedback."""
+    flow: FiveTuple
+    qntz_fb: int
+    q_off: int          # int16, 64-byte units (as in the CNM)
+    q_delta: int        # int16, 64-byte units
+    enc_prio: int       # the sampled frame's priority
+    msdu_len: int       # the sampled IP packet's total length
+    sample: bytes = b""  # the sampled IP packet's first bytes
+
+
+@dataclass(frozen=True)
+class PrivateCnm:
+    """A parsed private CNM."""
+    cp_ip: int
+    flow: FiveTuple
+    qntz_fb: int
+    cpid: int
+    q_off: int
+    q_delta: int
+    enc_prio: int
+    msdu_len: int
+    sample: bytes = field(default=b"")
+
+
+def _be(codec: LayoutCodec, values: dict) -> bytes:
+    return codec.pack(values).to_bytes(codec.size // 8, "big")
+
+
+def _ones_sum(data: bytes) -> int:
+    data = data + b"\0" * (len(data) % 2)
+    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while total > 0xFFFF:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def udp_checksum(src_ip: int, dst_ip: int, udp: bytes) -> int:
+    """RFC 768 over the IPv4 pseudo-header and the UDP datagram (checksum field zero);
+    a computed 0 is sent as 0xFFFF."""
+    pseudo = src_ip.to_bytes(4, "big") + dst_ip.to_bytes(4, "big") + bytes([0, 17])
+    pseudo += len(udp).to_bytes(2, "big")
+    c = ~_ones_sum(pseudo + udp) & 0xFFFF
+    return c or 0xFFFF
+
+
+def _ipv4(cfg_dscp: int, cfg_ecn: int, ttl: int, total: int, src: int, dst: int) -> bytes:
+    fields = dict(version=4, ihl=5, dscp=cfg_dscp, ecn=cfg_ecn, total_length=total, id=0,
+                  flags=0b010, frag_offset=0, ttl=ttl, protocol=17, checksum=0, src=src,
+                  dst=dst)
+    fields["checksum"] = ipv4_checksum(_be(_IP, fields))
+    return _be(_IP, fields)
+
+
+def build_private_cnm(cfg: PrivateCnmConfig, r: PrivateCnmRequest) -> bytes:
+    """The private CNM as an IPv4 packet: IPv4 (CP -> the flow's source, DF, id 0) | UDP
+    (sport, dport = cfg.udp_port, checksum) | PDU (32 bytes) | sampled bytes (sample_bytes,
+    bytes beyond msdu_len zero)."""
+    f = r.flow
+    pdu = _be(_PDU, dict(
+        version=PRIVATE_CNM_VERSION, resv0=0, resv1=0, qntz_fb=r.qntz_fb, enc_prio=r.enc_prio,
+        resv2=0, cpid=cfg.cpid, q_off=r.q_off & 0xFFFF, q_delta=r.q_delta & 0xFFFF,
+        src_ip=f.src_ip, dst_ip=f.dst_ip, sport=f.sport, dport=f.dport, protocol=f.protocol,
+        resv3=0, msdu_len=r.msdu_len))
+    n = min(r.msdu_len, cfg.sample_bytes)
+    sample = r.sample[:n].ljust(cfg.sample_bytes, b"\0")
+    payload = pdu + sample
+    udp = _be(_UDP, dict(sport=cfg.udp_sport, dport=cfg.udp_port, length=cfg.udp_length,
+                         checksum=0))
+    csum = udp_checksum(cfg.cp_ip, f.src_ip, udp + payload)
+    udp = _be(_UDP, dict(sport=cfg.udp_sport, dport=cfg.udp_port, length=cfg.udp_length,
+                         checksum=csum))
+    ip = _ipv4(cfg.dscp, cfg.ecn, cfg.ttl, cfg.packet_bytes, cfg.cp_ip, f.src_ip)
+    return ip + udp + payload
+
+
+def _s16(v: int) -> int:
+    return v - (1 << 16) if v >> 15 else v
+
+
+def classify(cfg: PrivateCnmConfig, pkt: bytes) -> tuple[str, PrivateCnm | None]:
+    """``("other", None)``: not for the private-CNM port (not IPv4 without options + UDP to
+    ``cfg.udp_port``, or shorter than 24 bytes); ``("malformed", None)``: to the port but
+    not a valid private CNM (length, IPv4 checksum, fragment, UDP length or checksum, version);
+    ``("cnm", PrivateCnm)``."""
+    if len(pkt) < 24 or pkt[0] != 0x45 or pkt[9] != 17:
+        return "other", None
+    if int.from_bytes(pkt[22:24], "big") != cfg.udp_port:
+        return "other", None
+    if len(pkt) != cfg.packet_bytes:
+        return "malformed", None
+    ip = _IP.unpack(int.from_bytes(pkt[:20], "big"))
+    udp = _UDP.unpack(int.from_bytes(pkt[20:28], "big"))
+    body = pkt[28:]
+    pdu = _PDU.unpack(int.from_bytes(body[:PRIVATE_CNM_PDU_BYTES], "big"))
+    udp_ok = udp["checksum"] == 0 or _ones_sum(
+        ip["src"].to_bytes(4, "big") + ip["dst"].to_bytes(4, "big") + bytes([0, 17])
+        + cfg.udp_length.to_bytes(2, "big") + pkt[20:]) == 0xFFFF
+    if (ip["total_length"] != cfg.packet_bytes or _ones_sum(pkt[:20]) != 0xFFFF
+            or ip["flags"] & 1 or ip["frag_offset"] or udp["length"] != cfg.udp_length
+            or not udp_ok or pdu["version"] != PRIVATE_CNM_VERSION):
+        return "malformed", None
+    flow = FiveTuple(pdu["src_ip"], pdu["dst_ip"], pdu["sport"], pdu["dport"], pdu["protocol"])
+    return "cnm", PrivateCnm(ip["src"], flow, pdu["qntz_fb"], pdu["cpid"], _s16(pdu["q_off"]),
+                             _s16(pdu["q_delta"]), pdu["enc_prio"], pdu["msdu_len"],
+                             body[PRIVATE_CNM_PDU_BYTES:])
+
+
+def parse_private_cnm(cfg: PrivateCnmConfig, pkt: bytes) -> PrivateCnm | None:
+    return classify(cfg, pkt)[1]
+
+
+# ---- congestion point --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class L3qcnFrame:
+    """A frame entering the CP's queue with its parsed headers (``l3qcn_frame_layout``)."""
+    qlen: int
+    length: int
+    src_ip: int
+    dst_ip: int
+    sport: int
+    dqpn: int = 0          # mode roce
+    roce: bool = True      # mode roce: parsed as RoCEv2
+    dport: int = 0         # mode qcn
+    protocol: int = 17
+    prio: int = 0
+    ip_len: int = 0
+    sample: bytes = b""
+
+
+class L3qcnCpModel:
+    """The L3QCN congestion point of one queue: the QCN CP (:class:`CpModel`) decides; a frame
+    sampled with Fb < 0 becomes, in mode ``roce``, a CNP to its source with the QP from the
+    CNP-QP table (a miss: no CNP, counted in ``no_qp``; a frame not parsed as RoCEv2: no CNP,
+    ``not_roce``), in mode ``qcn`` a private CNM to its source IP.
+
+    Counters: ``notifications`` (packets emitted), ``no_qp``, ``not_roce``.  The CNP's
+    addresses: source = the flow's destination IP, destination = the flow's source IP, UDP
+    source port = the sampled packet's, IPv4 id 0 (atomic datagram, DF set)."""
+
+    def __init__(self, cfg: L3qcnCpConfig):
+        self.cfg = cfg
+        self.cp = CpModel(cfg.cp)
+        self.table = CnpQpTable(cfg.table_config())
+        self.cnp = CnpModel(cfg.cnp)
+        self.notifications = self.no_qp = self.not_roce = 0
+
+    def frame(self, f: L3qcnFrame) -> bytes | None:
+        d = self.cp.step(CpFrame(f.qlen, f.length))
+        if not d.cnm:
+            return None
+        if self.cfg.mode == "qcn":
+            pkt = build_private_cnm(self.cfg.private, PrivateCnmRequest(
+                FiveTuple(f.src_ip, f.dst_ip, f.sport, f.dport, f.protocol), d.qntz_fb,
+                d.q_off, d.q_delta, f.prio, f.ip_len, f.sample))
+        elif not f.roce:
+            self.not_roce += 1
+            return None
+        else:
+            qp = self.table.lookup(f.dst_ip, f.dqpn)
+            if qp is None:
+                self.no_qp += 1
+                return None
+            pkt = self.cnp.frame(CnpRequest(dqpn=qp, src_ip=f.dst_ip, dst_ip=f.src_ip,
+                                            udp_sport=f.sport))
+        self.notifications += 1
+        return pkt
+
+
+# ---- ingress ToR ---------------------------------------------------------------------------------
+
+class TorModel:
+    """The ingress ToR: learns 5-tuple -> (MAC, flow ID, VID) from host data frames, turns
+    private CNMs into standard CNMs.  Counters: ``cnms``, ``other``, ``malformed``, ``misses``
+    (private CNMs whose flow is unknown: no CNM), ``full`` (learns rejected)."""
+
+    def __init__(self, cfg: L3qcnTorConfig):
+        self.cfg = cfg
+        self.flows = FlowIdTable(cfg.table_config())
+        self.cnm = CnmModel(cfg.cnm_config())
+        self.cnms = self.other = self.malformed = 0
+
+    def learn(self, t: FiveTuple, info: FlowInfo) -> HtStatus:
+        return self.flows.learn(t, info)
+
+    @property
+    def misses(self) -> int:
+        return self.flows.misses
+
+    @property
+    def full(self) -> int:
+        return self.flows.full
+
+    def receive(self, pkt: bytes) -> bytes | None:
+        kind, p = classify(self.cfg.private, pkt)
+        if kind != "cnm":
+            setattr(self, kind, getattr(self, kind) + 1)
+            return None
+        info = self.flows.lookup(p.flow)
+        if info is None:
+            return None
+        self.cnms += 1
+        return self.cnm.frame(CnmRequest(
+            dst_mac=info.src_mac, vid=info.vid, rpid=info.rpid, cpid_low=p.cpid & 0xFFFF,
+            qntz_fb=p.qntz_fb, q_off=p.q_off, q_delta=p.q_delta, enc_prio=p.enc_prio,
+            enc_dst=self.cfg.tor_mac, msdu_len=p.msdu_len, msdu=p.sample,
+            cpid_high=p.cpid >> 16))
