@@ -101,6 +101,14 @@ class DctcpSender:
     def can_send(self) -> bool:
         return self.next_seq - self.acked < self.cwnd
 
+    def on_timeout(self) -> None:
+        """Retransmission timeout (Linux ``tcp_enter_loss``): ``ssthresh`` from DCTCP's rule,
+        the window to one packet (the loss window), and the caller goes back N."""
+        self.ssthresh = ssthresh(self.cwnd, self.alpha)
+        self.cwnd = 1
+        self.cwnd_cnt = 0
+        self.cwr_until = self.next_seq
+
     def on_ack(self, acked_upto: int, ece: bool) -> None:
         newly = acked_upto - self.acked
         if newly <= 0:

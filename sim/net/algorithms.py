@@ -142,6 +142,10 @@ class DctcpParams:
                            ack_every=self.ack_every)
 
 
+# Thresholds above the queue limit never act: the marker builders clamp them to ``buf_max``
+# (the marker configuration requires K <= buf_max).
+
+
 class _RtoMixin:
     """Retransmission timeout: no cumulative progress for ``rto_ps`` -> go back N."""
 
@@ -180,6 +184,7 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
         return self.engine.next_seq > self.engine.acked or self.more(self.engine.next_seq)
 
     def _go_back(self, seq: int) -> None:
+        self.engine.on_timeout()
         self.engine.next_seq = seq
         self._pump()
 
@@ -232,8 +237,9 @@ class DctcpReceiverEndpoint(_Endpoint):
 
 
 def _dctcp_marker(params: DctcpParams, *, ports, mtu, buf_max, shared_buffer, sample_at):
-    return MarkerConfig.dctcp(ports=ports, priorities=2, k=params.k_bytes, buf_max=buf_max,
-                              shared_buffer=shared_buffer, compare="gt", sample_at=sample_at)
+    return MarkerConfig.dctcp(ports=ports, priorities=2, k=min(params.k_bytes, buf_max),
+                              buf_max=buf_max, shared_buffer=shared_buffer, compare="gt",
+                              sample_at=sample_at)
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,6 +298,12 @@ class _RateSender(_Endpoint, _RtoMixin):
             self.scheduled = True
             self.sim.at(self.next_ok, self._send_next)
             return
+        nic = self.host.nic
+        if nic.data_backlog() >= 2:
+            # the port is paused (PFC) or busy: the NIC's scheduler holds the flow back
+            self.scheduled = True
+            nic.waiters.append(self._send_next)
+            return
         seq = self.next_seq
         retx = seq < self.high
         pkt = self.data(seq, Ecn.ECT0, retx)
@@ -300,7 +312,7 @@ class _RateSender(_Endpoint, _RtoMixin):
             self.net.counters["retransmitted_packets"] += 1
         self._sync()
         self.rp.step(self._tx_event(pkt.size))
-        self.host.nic.send(pkt)
+        nic.send(pkt)
         self.next_seq += 1
         self.high = max(self.high, self.next_seq)
         inc = self.limiter.inc_for(self._rate())
@@ -322,6 +334,10 @@ class _RateSender(_Endpoint, _RtoMixin):
                 self.last_progress = self.sim.now
                 self._go_back(pkt.seq)
         elif pkt.kind == self._signal_kind:
+            if pkt.sent_ps:
+                # feedback delay: from the release of the packet that triggered it
+                self.net.counters["feedback_delay_ps_sum"] += self.sim.now - pkt.sent_ps
+                self.net.counters["feedback_count"] += 1
             self._sync()
             self.rp.step(self._signal_event(pkt))
 
@@ -392,10 +408,12 @@ class DcqcnReceiverEndpoint(_InOrderReceiver):
         self.interval = net.params.cnp_interval_ns * PS_PER_NS
         self.last_cnp = None
         self.pending_cnp = False
+        self.ce_sent_ps = 0
 
     def on_data(self, pkt: Packet) -> None:
         if pkt.ecn == Ecn.CE:
             now = self.sim.now
+            self.ce_sent_ps = pkt.sent_ps
             if self.last_cnp is None or now - self.last_cnp >= self.interval:
                 self._cnp()
             elif not self.pending_cnp:
@@ -408,13 +426,15 @@ class DcqcnReceiverEndpoint(_InOrderReceiver):
         self.last_cnp = self.sim.now
         self.net.counters["cnps"] += 1
         f = self.spec
-        self.host.nic.send(control(CNP, f.flow_id, f.dst, f.src))
+        self.host.nic.send(control(CNP, f.flow_id, f.dst, f.src, sent_ps=self.ce_sent_ps))
 
 
 def _dcqcn_marker(params: DcqcnParams, *, ports, mtu, buf_max, shared_buffer, sample_at):
-    return MarkerConfig.dcqcn(ports=ports, priorities=2, k_min=params.kmin_bytes,
-                              k_max=params.kmax_bytes, p_max=params.pmax, buf_max=buf_max,
-                              shared_buffer=shared_buffer, sample_at=sample_at, compare="gt")
+    return MarkerConfig.dcqcn(ports=ports, priorities=2,
+                              k_min=min(params.kmin_bytes, buf_max - 1),
+                              k_max=min(params.kmax_bytes, buf_max), p_max=params.pmax,
+                              buf_max=buf_max, shared_buffer=shared_buffer, sample_at=sample_at,
+                              compare="gt")
 
 
 @dataclass(frozen=True)
@@ -481,10 +501,201 @@ def _no_marking(params, *, ports, mtu, buf_max, shared_buffer, sample_at):
 
 
 # --------------------------------------------------------------------------------------------
+# LDCP
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LdcpParams:
+    """LDCP (``ldcp.md``): PAWA ``alpha``/``beta``, sub-1 ``gamma``, receiver delayed-ACK limit
+    ``m`` (1: an ACK per packet), window cap, the base RTT of the sub-1 timer and of the BDP
+    (``base_rtt_ns``), fast start's initial window ``iw`` (0: the BDP from the NIC's line rate),
+    the retransmission timeout (0: 8 base RTTs); switch marking: the WRED ramp
+    ``kmin/kmax/pmax`` for ECN-capable packets and the Not-ECT drop threshold ``k_bytes`` (fast
+    start's packets).  Defaults: a 100 Gb/s fabric with ~10 us RTT and 1 KB packets."""
+
+    alpha: float = 1.0
+    beta: float = 0.5
+    gamma: float = 0.125
+    m: int = 1
+    cw_max: float = 1024.0
+    base_rtt_ns: int = 10_000
+    iw: int = 0
+    rto_ns: int = 0
+    kmin_bytes: int = 20_000
+    kmax_bytes: int = 200_000
+    pmax: float = 0.2
+    k_bytes: int = 40_000
+
+    def __post_init__(self):
+        check_int(self, "base_rtt_ns", self.base_rtt_ns, 4, 10**8)
+        check_int(self, "iw", self.iw, 0, 65535)
+        check_int(self, "rto_ns", self.rto_ns, 0, 10**10)
+        check_int(self, "kmin_bytes", self.kmin_bytes, 0, (1 << 24) - 1)
+        check_int(self, "kmax_bytes", self.kmax_bytes, self.kmin_bytes + 1, (1 << 24) - 1,
+                  lo_name="kmin_bytes + 1")
+        check_real(self, "pmax", self.pmax, 0.0, 1.0)
+        check_int(self, "k_bytes", self.k_bytes, 0, (1 << 24) - 1)
+        self.transport(100.0, 1024, 250_000_000)
+
+    def transport(self, line_rate_gbps: float, mtu: int, clk_hz: int):
+        from hw.nic.ldcp_transport_config import LdcpTransportConfig
+        from hw.nic.ldcp_window_config import LdcpWindowConfig
+        window = LdcpWindowConfig(alpha=self.alpha, beta=self.beta, gamma=self.gamma, m=self.m,
+                                  cw_max=self.cw_max, cw_init=min(16.0, self.cw_max),
+                                  rtt_us=self.base_rtt_ns / 1000, clk_hz=clk_hz, mtu=mtu)
+        return LdcpTransportConfig(window=window, line_rate_gbps=line_rate_gbps,
+                                   iw=self.iw or None,
+                                   rto_us=self.rto_ns / 1000 if self.rto_ns else None,
+                                   lsn_width=48)
+
+
+class _CycleClock:
+    def _cycle(self) -> int:
+        c = self.sim.now // self.net.clk_ps
+        if c < self.cycle:
+            c = self.cycle
+        self.cycle = c
+        return c
+
+    def _wake(self, cycle: int, fn) -> None:
+        """Call ``fn`` at the start of ``cycle`` unless an earlier call is already due."""
+        t = cycle * self.net.clk_ps
+        if t < self.sim.now:
+            t = self.sim.now
+        if self.wake_at is not None and self.sim.now <= self.wake_at <= t:
+            return
+        self.wake_at = t
+        self.sim.at(t, fn)
+
+
+class LdcpSenderEndpoint(_Endpoint, _CycleClock):
+    """The flow's message is one LDCP message (a long-lived flow: the longest one the 48-bit
+    LSN holds, released until ``stop_ps``).  The sender model is asked for a packet whenever
+    the NIC's data queue has room (the NIC's serialization is fast start's line rate), and
+    woken at its ``next_wakeup`` (sub-1 pacing timer, retransmission timeout)."""
+
+    def __init__(self, net, spec, host):
+        super().__init__(net, spec, host)
+        from sim.models.ldcp_transport import LdcpSender
+        cfg = net.params.transport(host.nic.rate_bps / 1e9, net.mtu, 10**12 // net.clk_ps)
+        self.model = LdcpSender(cfg)
+        self.length = spec.size_bytes or cfg.max_message
+        self.cycle = 0
+        self.wake_at = None
+        self.retx_bytes = 0
+        self.waiting = False
+        self.rtos = 0
+
+    def start(self) -> None:
+        self.model.start_message(self._cycle(), self.length)
+        self._pump()
+
+    def _pump(self) -> None:
+        if self.sim.now == self.wake_at:
+            self.wake_at = None
+        m = self.model
+        if m.stats.rtos != self.rtos:
+            self.net.counters["timeouts"] += m.stats.rtos - self.rtos
+            self.rtos = m.stats.rtos
+        if m.done:
+            return
+        stop = self.spec.stop_ps
+        if stop is not None and self.sim.now >= stop:
+            return
+        nic = self.host.nic
+        if nic.data_backlog() >= 2:
+            if not self.waiting:
+                self.waiting = True
+                nic.waiters.append(self._drained)
+            return
+        cycle = self._cycle()
+        p = m.release(cycle)
+        if p is not None:
+            f = self.spec
+            pkt = Packet(DATA, f.flow_id, f.src, f.dst, p.lsn, p.length,
+                         Ecn.ECT0 if p.ect else Ecn.NOT_ECT, retx=p.retx, last=p.last,
+                         payload=p.length)
+            if p.retx:
+                self.retx_bytes += p.length
+                self.net.counters["retransmitted_packets"] += 1
+            nic.send(pkt)
+            self._wake(cycle + 1, self._pump)
+            return
+        w = m.next_wakeup()
+        if w is not None:
+            self._wake(max(w, cycle + 1), self._pump)
+
+    def _drained(self) -> None:
+        self.waiting = False
+        self._pump()
+
+    def on_control(self, pkt: Packet) -> None:
+        from sim.models.ldcp_transport import TAck
+        if pkt.kind not in (ACK, NAK):
+            return
+        self.model.on_ack(self._cycle(), TAck(pkt.seq, pkt.ece, pkt.count, pkt.kind == NAK))
+        self._pump()
+
+
+class LdcpReceiverEndpoint(_Endpoint, _CycleClock):
+    def __init__(self, net, spec, host):
+        super().__init__(net, spec, host)
+        from sim.models.ldcp_transport import LdcpReceiver
+        cfg = net.params.transport(host.nic.rate_bps / 1e9, net.mtu, 10**12 // net.clk_ps)
+        self.model = LdcpReceiver(cfg)
+        self.cycle = 0
+        self.wake_at = None
+        self.delivered_bytes = 0
+        self.done_ps = None
+
+    def on_data(self, pkt: Packet) -> None:
+        from sim.models.ldcp_transport import RxPacket
+        acks = self.model.receive(self._cycle(), RxPacket(pkt.seq, pkt.payload,
+                                                          pkt.ecn == Ecn.CE, pkt.last))
+        self._deliver()
+        self._send(acks)
+
+    def _deliver(self) -> None:
+        got = self.model.delivered
+        if got:
+            for d in got:
+                self.delivered_bytes += d.length
+                if d.last:
+                    self.done_ps = self.sim.now
+            got.clear()
+
+    def _send(self, acks) -> None:
+        f = self.spec
+        for a in acks:
+            self.host.nic.send(control(NAK if a.nak else ACK, f.flow_id, f.dst, f.src, a.lsn,
+                                       ece=a.ece, count=a.n))
+        w = self.model.next_wakeup()
+        if w is not None:
+            self._wake(w, self._poll)
+
+    def _poll(self) -> None:
+        if self.sim.now == self.wake_at:
+            self.wake_at = None
+        self._send(self.model.poll(self._cycle()))
+
+
+def _ldcp_marker(params: LdcpParams, *, ports, mtu, buf_max, shared_buffer, sample_at):
+    return MarkerConfig.ldcp(ports=ports, priorities=2,
+                             k_min=min(params.kmin_bytes, buf_max - 1),
+                             k_max=min(params.kmax_bytes, buf_max), p_max=params.pmax,
+                             k_drop=min(params.k_bytes, buf_max),
+                             buf_max=buf_max, shared_buffer=shared_buffer, sample_at=sample_at)
+
+
+# --------------------------------------------------------------------------------------------
 # The registry
 # --------------------------------------------------------------------------------------------
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "ldcp": AlgorithmSpec(
+        "ldcp", LdcpParams, "LDCP: fast start, per-ACK window (PAWA), sub-1 window, go-back-N",
+        LdcpSenderEndpoint, LdcpReceiverEndpoint, _ldcp_marker),
     "dctcp": AlgorithmSpec(
         "dctcp", DctcpParams, "DCTCP: window, per-window alpha, step marking at K",
         DctcpSenderEndpoint, DctcpReceiverEndpoint, _dctcp_marker),

@@ -45,8 +45,9 @@ class PfcConfig:
     A switch counts, per ingress port, the data bytes it holds that arrived on that port.  Above
     ``xoff_bytes`` it sends PAUSE(``pause_time_ps``) upstream and refreshes it every half pause
     time while the count stays above ``xon_bytes``; below ``xon_bytes`` it sends PAUSE(0)
-    (resume).  ``headroom_bytes`` is added to the queue limits when PFC is on, so that packets
-    in flight after a PAUSE are absorbed.  The watchdog checks every ``watchdog_period_ps``; a
+    (resume).  With PFC on, the data priority is lossless: no egress-queue limit, admission
+    up to the shared buffer plus ``headroom_bytes`` per port (bytes in flight after a PAUSE).
+    The watchdog checks every ``watchdog_period_ps``; a
     port paused with data waiting for ``watchdog_checks`` consecutive checks ignores PAUSE for
     ``watchdog_recovery_ps`` (0 checks = no watchdog)."""
 
@@ -162,6 +163,11 @@ class EgressPort:
         self.paused_ps = 0
         self.ignore_pause_until = 0
         self.watchdog_count = 0
+        self.is_nic = isinstance(owner, Host)
+        self.waiters: list = []   # NIC: senders waiting for the data queue to drain
+
+    def data_backlog(self) -> int:
+        return len(self.queues[PRIO_DATA])
 
     # -- admission -----------------------------------------------------------------------------
     def send(self, pkt: Packet) -> bool:
@@ -209,6 +215,12 @@ class EgressPort:
                 self.owner.release(pkt)
         self.busy = True
         self.tx_bytes += pkt.size
+        if self.is_nic and pkt.kind == DATA:
+            pkt.sent_ps = self.sim.now            # left the sender (feedback-delay statistics)
+            if self.waiters and len(q[PRIO_DATA]) < 2:
+                waiters, self.waiters = self.waiters, []
+                for wake in waiters:
+                    wake()
         self.sim.after(serialization_ps(pkt.size, self.rate_bps), self._finish, pkt)
 
     def _finish(self, pkt: Packet) -> None:
@@ -322,15 +334,19 @@ class Switch(Node):
         port = self.route(pkt)
         if pkt.kind == DATA and port.cp is not None:
             self._qcn_sample(port, pkt)
-        if not port.send(pkt):
+        if not (self.pfc.enabled and pkt.prio == PRIO_DATA):
+            port.send(pkt)
             return
-        if self.pfc.enabled and pkt.prio == PRIO_DATA:
-            pkt.ingress = in_port
-            b = self.ingress_bytes[in_port] + pkt.size
-            self.ingress_bytes[in_port] = b
-            if b > self.pfc.xoff_bytes and not self.pause_sent[in_port]:
-                self.pause_sent[in_port] = True
-                self._send_pause(in_port)
+        # account before the send: an idle port dequeues (and releases) inside send()
+        pkt.ingress = in_port
+        self.ingress_bytes[in_port] += pkt.size
+        if not port.send(pkt):
+            pkt.ingress = -1
+            self.ingress_bytes[in_port] -= pkt.size
+            return
+        if self.ingress_bytes[in_port] > self.pfc.xoff_bytes and not self.pause_sent[in_port]:
+            self.pause_sent[in_port] = True
+            self._send_pause(in_port)
 
     # -- hooks from the ports ----------------------------------------------------------------------
     def on_drop(self, port, pkt, reason) -> None:
@@ -507,13 +523,18 @@ class Network:
                 sw.tor_ports[tor] = [p.index for p in sw.ports if isinstance(p.peer, Switch)
                                      and dist.get(p.peer.id, -1) == dist[sw.id] - 1]
         pfc = self.switch.pfc
-        headroom = pfc.headroom_bytes if pfc.enabled else 0
+        limit = (1 << 24) - 1
         for sw in self.switches:
+            if pfc.enabled:
+                # lossless: no egress-queue limit, the shared buffer plus every ingress port's
+                # headroom (what PFC's XOFF reserves for the bytes in flight after a PAUSE)
+                buf_max = shared = min(self.switch.buffer_bytes
+                                       + pfc.headroom_bytes * len(sw.ports), limit)
+            else:
+                buf_max, shared = self.switch.queue_bytes, self.switch.buffer_bytes
             sw.marker = MarkerModel(self.algorithm.marker_config(
-                self.params, ports=len(sw.ports), mtu=self.mtu,
-                buf_max=min(self.switch.queue_bytes + headroom, (1 << 24) - 1),
-                shared_buffer=min(self.switch.buffer_bytes + headroom, (1 << 24) - 1),
-                sample_at=self.switch.marking_point))
+                self.params, ports=len(sw.ports), mtu=self.mtu, buf_max=buf_max,
+                shared_buffer=shared, sample_at=self.switch.marking_point))
             sw.ingress_bytes = [0] * len(sw.ports)
             sw.pause_sent = [False] * len(sw.ports)
             cp_cfg = self.algorithm.cp_config(self.params, self.mtu)
