@@ -565,3 +565,76 @@ def tor_learn_layout() -> data.StructLayout:
 
 
 __all__ += ["CNP_LOOKUP_TAG", "tor_learn_layout"]
+
+
+# ------------------------------------------------------------------------------------------------
+# LDCP transport (hw/nic/ldcp_transport.py, sim/models/ldcp_transport.py)
+# ------------------------------------------------------------------------------------------------
+class LdcpTxStage(enum.Enum, shape=1):
+    """Stage of an LDCP sender's message (docs/ldcp-transport.md)."""
+    FAST = 0     #: fast start: window IW, Not-ECT packets until the first ACK
+    STABLE = 1   #: stable stage: the window engine's gate (PAWA), every packet ECT
+
+
+class LdcpTxLoad(enum.Enum, shape=2):
+    """Which window the sender loads into the window engine (a pending load)."""
+    ACKED = 0    #: exit 1 (loss in fast start): the packets acknowledged in fast start
+    BDP = 1      #: exit 2 (all IW packets acknowledged): the CW_BDP register
+    MIN1 = 2     #: retransmission timeout in the stable stage: min(cw, 1)
+
+
+def ldcp_tx_state_layout(cfg) -> data.StructLayout:
+    """The whole state of an LDCP sender (its ``state`` port), compared every cycle by the
+    testbench, and the pulses of the last edge."""
+    w = cfg.lsn_width
+    return data.StructLayout({
+        "active": 1, "done": 1, "stage": LdcpTxStage, "first_ack": 1,
+        "load_pending": 1, "load_kind": LdcpTxLoad, "settle": 2,
+        "msg_len": w, "nxt": w, "una": w, "snd_max": w,
+        "new_cnt": 16, "fs_acked": 16, "rto_cnt": 32,
+        "ev_rto": 1, "ev_bad_ack": 1, "ev_exit": 2,   # pulses: the last edge's events
+    })
+
+
+def ldcp_tx_start_layout(cfg) -> data.StructLayout:
+    """A message to send (``cfg``: LdcpTransportConfig): its length in bytes (0 is done at once)."""
+    return data.StructLayout({"length": cfg.lsn_width})
+
+
+def ldcp_tx_packet_layout(cfg) -> data.StructLayout:
+    """A packet released by the LDCP sender: its first byte's LSN, its length (MTU except the
+    last of the message), ECN-capable (ECT) or not (Not-ECT, fast start), a retransmission,
+    and the last packet of the message."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "length": cfg.len_width, "ect": 1,
+                              "retx": 1, "last": 1})
+
+
+def ldcp_rx_packet_layout(cfg) -> data.StructLayout:
+    """A data packet reaching the LDCP receiver: LSN, length, CE mark, last of the message."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "length": cfg.len_width, "ce": 1,
+                              "last": 1})
+
+
+def ldcp_tack_layout(cfg) -> data.StructLayout:
+    """An LDCP transport ACK: the cumulative LSN (next byte expected), the ECN-Echo bit, the
+    packets it newly confirms ``n`` (0..m; 0 for a duplicate ACK), and NAK (a gap was seen at
+    ``lsn``: go back N)."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "ece": 1, "n": cfg.n_width, "nak": 1})
+
+
+def ldcp_rx_deliver_layout(cfg) -> data.StructLayout:
+    """Bytes the LDCP receiver accepted in order (handed to the application)."""
+    return data.StructLayout({"lsn": cfg.lsn_width, "length": cfg.len_width, "last": 1})
+
+
+def ldcp_rx_state_layout(cfg) -> data.StructLayout:
+    """The whole state of an LDCP receiver (its ``state`` port)."""
+    return data.StructLayout({
+        "expected": cfg.lsn_width, "pending": cfg.n_width, "nak_sent": 1, "age": 24,
+        "ev_bad": 1,                                   # pulse: a malformed packet was dropped
+    })
+
+
+__all__ += ["LdcpTxStage", "LdcpTxLoad", "ldcp_tx_state_layout", "ldcp_tx_start_layout",
+            "ldcp_tx_packet_layout", "ldcp_rx_packet_layout", "ldcp_tack_layout",
+            "ldcp_rx_deliver_layout", "ldcp_rx_state_layout"]
