@@ -149,6 +149,7 @@ def test_valid_file_converts_units_exactly(tmp_path):
                                      "allowed 0.0 < alpha <= 1.0"]),
     ("k_kb = 40", "k_kb = 0", ["algo.ldcp.k_kb = 0", "k_bytes"]),
     ("senders = 8", "senders = 0", ["topology.senders = 0", "1 <= senders"]),
+    ("senders = 8", "senders = 1024", ["topology.senders = 1024", "1024 switch ports"]),
     ("size_kb = 64", "size_kb = -1", ["workload[1].size_kb = -1", "size_bytes"]),
     ("pause_time_us = 2", "pause_time_us = 2\nxoff_kb = 0", ["switch.pfc.xoff_kb = 0"]),
     ("sample_us = 1", "sample_us = 200", ["sample_us = 200", "duration_ps"]),

@@ -6,7 +6,7 @@ group references against the groups the topology will have, distribution files a
 of flows a Poisson workload would generate.  Every error is a :class:`ScenarioError` naming the
 file, the key path (``workload[1].load``), the value and the problem.
 
-Layout of a file (``docs/simulator.md`` has the full reference)::
+Layout of a file (``sim/scenario/README.md`` has the full reference)::
 
     name = "default"                  # output folder out/<name>/ (default: the file's stem)
     description = "..."

@@ -1,7 +1,7 @@
 """Outputs of a scenario run, in ``<out>/<scenario name>/``.
 
-- ``summary.json``: the scenario as read, seed, and per algorithm the events, wall time,
-  events/s and every metric of :func:`sim.scenario.metrics.summarize`;
+- ``summary.json``: the scenario as read, seed, and per algorithm the events, wall and CPU
+  time, events per CPU second and every metric of :func:`sim.scenario.metrics.summarize`;
 - ``<algo>_queues.csv`` (time_us, one column of bytes per sampled port),
   ``<algo>_flows.csv`` (time_us at the end of each sample interval, one Gb/s column per tracked
   flow, named ``f<id>_<tag>``), ``<algo>_fct.csv`` (one row per sized flow);
@@ -23,11 +23,12 @@ from .config import Scenario, echo
 
 PLOT_PORTS = 6       # queue lines per panel: the ports with the deepest queues
 PLOT_FLOWS = 12      # rate lines per panel: the flows that delivered most
+RATE_SMOOTH_PS = 10 * PS_PER_US   # rate plots average over at least this (the CSV keeps all)
 
 
 def run_summary(run) -> dict:
     res = run.result
-    return {"events": res.events, "wall_s": round(run.wall_s, 3),
+    return {"events": res.events, "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3),
             "events_per_s": round(run.events_per_s), "flows": len(res.flows),
             "metrics": metrics.summarize(res)}
 
@@ -126,17 +127,19 @@ def write_plots(scn: Scenario, runs: list, data: dict, folder: Path) -> None:
         res = run.result
         tags = {r.flow_id: r.tag for r in res.flows}
         top = sorted(res.flow_series, key=lambda i: -(res.flow_series[i] or [0])[-1])
+        span = max(1, -(-RATE_SMOOTH_PS // res.sample_ps))     # samples per plotted point
         for i in top[:PLOT_FLOWS]:
-            rate = metrics.throughput_series(res.flow_series[i], res.sample_ps)
-            ax.plot([(k + 1) * res.sample_ps / PS_PER_US for k in range(len(rate))],
+            cum = res.flow_series[i][::span]
+            rate = metrics.throughput_series(cum, res.sample_ps * span)
+            ax.plot([(k + 1) * span * res.sample_ps / PS_PER_US for k in range(len(rate))],
                     [r / 1e9 for r in rate], lw=0.7, label=f"{i} {tags.get(i, '')}")
         ax.set_ylabel("Gb/s")
         ax.set_title(run.algorithm, fontsize=9, loc="left")
         if 0 < len(top) <= 8:
             ax.legend(fontsize=6, loc="upper right")
     axes[-1, 0].set_xlabel("time (us)")
-    fig.suptitle(f"{scn.name}: per-flow throughput (sample interval "
-                 f"{scn.sample_ps / PS_PER_US:g} us)")
+    span_us = max(1, -(-RATE_SMOOTH_PS // scn.sample_ps)) * scn.sample_ps / PS_PER_US
+    fig.suptitle(f"{scn.name}: per-flow throughput (mean over {span_us:g} us)")
     fig.tight_layout()
     fig.savefig(folder / "rates.png", dpi=110)
     plt.close(fig)
@@ -169,11 +172,12 @@ def write_plots(scn: Scenario, runs: list, data: dict, folder: Path) -> None:
     names = [r.algorithm for r in runs]
     for ax, (key, label) in zip(axes.flat, panels, strict=True):
         values = [data["runs"][a]["metrics"]["headline"][key] for a in names]
-        ax.bar(names, [0 if v is None else v for v in values],
-               color=[f"C{i}" for i in range(len(names))])
+        heights = [0 if v is None else v for v in values]
+        ax.bar(names, heights, color=[f"C{i}" for i in range(len(names))])
         for i, v in enumerate(values):
-            ax.text(i, 0, "n/a" if v is None else f"{v:.3g}", ha="center", va="bottom",
-                    fontsize=7)
+            ax.text(i, heights[i], "n/a" if v is None else f"{v:.3g}", ha="center",
+                    va="bottom", fontsize=7)
+        ax.set_ylim(0, max(heights) * 1.15 or 1)
         ax.set_title(label, fontsize=9)
         ax.tick_params(labelsize=7)
     fig.suptitle(f"{scn.name}: comparison")
@@ -183,10 +187,11 @@ def write_plots(scn: Scenario, runs: list, data: dict, folder: Path) -> None:
 
 
 COLUMNS = [("algorithm", "{}", 9), ("events", "{:,}", 11), ("wall s", "{:.1f}", 7),
-           ("ev/s", "{:,.0f}", 9), ("util", "{:.3f}", 6), ("q p99 KB", "{:.1f}", 9),
-           ("q max KB", "{:.1f}", 9), ("sd p50", "{:.2f}", 7), ("sd p99", "{:.2f}", 7),
-           ("unfin", "{}", 6), ("Jain", "{:.3f}", 6), ("drops", "{}", 6), ("marks", "{}", 7),
-           ("CNP+CNM", "{}", 8), ("pause us", "{:.1f}", 9)]
+           ("cpu s", "{:.1f}", 6), ("ev/cpu s", "{:,.0f}", 9), ("util", "{:.3f}", 6),
+           ("q p99 KB", "{:.1f}", 9), ("q max KB", "{:.1f}", 9), ("sd p50", "{:.2f}", 7),
+           ("sd p99", "{:.2f}", 7), ("unfin", "{}", 6), ("Jain", "{:.3f}", 6),
+           ("drops", "{}", 6), ("marks", "{}", 7), ("CNP+CNM", "{}", 8),
+           ("pause us", "{:.1f}", 9)]
 
 
 def table(data: dict) -> str:
@@ -194,8 +199,9 @@ def table(data: dict) -> str:
     lines = ["  ".join(f"{name:>{w}}" for name, _, w in COLUMNS)]
     for algo, run in data["runs"].items():
         h = run["metrics"]["headline"]
-        values = [algo, run["events"], run["wall_s"], run["events_per_s"], h["utilization"],
-                  h["queue_p99_kb"], h["queue_max_kb"], h["slowdown_p50"], h["slowdown_p99"],
+        values = [algo, run["events"], run["wall_s"], run["cpu_s"], run["events_per_s"],
+                  h["utilization"], h["queue_p99_kb"], h["queue_max_kb"], h["slowdown_p50"],
+                  h["slowdown_p99"],
                   h["unfinished"], h["jain"], h["drops"], h["marks"], h["cnps_cnms"],
                   h["paused_us"]]
         lines.append("  ".join(f"{'-' if v is None else fmt.format(v):>{w}}"

@@ -13,6 +13,9 @@ from hw.params import check_int
 
 GBPS = 10**9
 MAX_HOSTS = 100_000
+#: Ports of one switch: the egress marker (``hw.switch.marker_config.MarkerConfig.ports``)
+#: serves at most 1024, so no switch of the core may have more links.
+MAX_SWITCH_PORTS = 1024
 
 
 def _check_link(obj, rate_field: str, rate: int, delay: int) -> None:
@@ -32,8 +35,9 @@ class DumbbellTopology:
     kind = "dumbbell"
 
     def __post_init__(self):
-        check_int(self, "senders", self.senders, 1, MAX_HOSTS)
-        check_int(self, "receivers", self.receivers, 1, MAX_HOSTS)
+        check_int(self, "senders", self.senders, 1, MAX_SWITCH_PORTS - self.receivers,
+                  hi_name=f"{MAX_SWITCH_PORTS} switch ports - receivers")
+        check_int(self, "receivers", self.receivers, 1, MAX_SWITCH_PORTS - 1)
         _check_link(self, "rate_bps", self.rate_bps, self.delay_ps)
         if self.receiver_rate_bps is not None:
             check_int(self, "receiver_rate_bps", self.receiver_rate_bps, 10**6, 10**13)
@@ -70,9 +74,12 @@ class ChainTopology:
 
     def __post_init__(self):
         check_int(self, "switches", self.switches, 1, 64)
-        check_int(self, "senders", self.senders, 1, MAX_HOSTS)
-        check_int(self, "receivers", self.receivers, 1, MAX_HOSTS)
-        check_int(self, "cross_senders", self.cross_senders, 0, MAX_HOSTS)
+        check_int(self, "senders", self.senders, 1, MAX_SWITCH_PORTS - 1,
+                  hi_name=f"{MAX_SWITCH_PORTS} switch ports - 1")
+        check_int(self, "receivers", self.receivers, 1, MAX_SWITCH_PORTS - 1)
+        check_int(self, "cross_senders", self.cross_senders, 0,
+                  MAX_SWITCH_PORTS - 1 - self.receivers,
+                  hi_name=f"{MAX_SWITCH_PORTS} switch ports - 1 - receivers")
         _check_link(self, "rate_bps", self.rate_bps, self.delay_ps)
         if self.hop_delay_ps is not None:
             check_int(self, "hop_delay_ps", self.hop_delay_ps, 0, 10**12)
@@ -108,7 +115,8 @@ class LeafSpineTopology:
         check_int(self, "leaves", self.leaves, 1, 256)
         check_int(self, "spines", self.spines, 1, 256)
         check_int(self, "hosts_per_leaf", self.hosts_per_leaf, 1 if self.leaves > 1 else 2,
-                  10_000)
+                  MAX_SWITCH_PORTS - self.spines,
+                  hi_name=f"{MAX_SWITCH_PORTS} switch ports - spines")
         _check_link(self, "host_rate_bps", self.host_rate_bps, self.delay_ps)
         check_int(self, "fabric_rate_bps", self.fabric_rate_bps, 10**6, 10**13)
 
