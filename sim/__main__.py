@@ -128,7 +128,7 @@ def _sweep_job(scenario: str, overrides: dict, algo: str) -> dict:
     scn = config.load(scenario, overrides, [algo])
     run = runner.run(scn, algo)
     summary = output.run_summary(run)
-    return {"events": summary["events"], "wall_s": summary["wall_s"],
+    return {"events": summary["events"], "wall_s": summary["wall_s"], "cpu_s": summary["cpu_s"],
             **summary["metrics"]["headline"]}
 
 
@@ -157,7 +157,8 @@ def cmd_sweep(args) -> int:
         rows.append(row)
         print(f"[{i}] {label(overrides)} {algo}: util {result['utilization']:.3f}  q p99 "
               f"{result['queue_p99_kb']:.1f} KB  sd p99 {_fmt(result['slowdown_p99'])}  Jain "
-              f"{_fmt(result['jain'])}  drops {result['drops']}  {result['wall_s']:.1f} s",
+              f"{_fmt(result['jain'])}  drops {result['drops']}  unfinished "
+              f"{result['unfinished']}  {result['cpu_s']:.1f} s CPU",
               flush=True)
 
     if args.jobs <= 1:

@@ -285,3 +285,23 @@ def test_workload_generation_is_deterministic_and_leaves_global_rng(monkeypatch,
                                      ["dctcp"]), "dctcp")[2]
     assert first == again and first != other and len(first) > 10
     assert random.getstate() == state
+
+
+def test_core_rejection_is_reported_before_any_run(tmp_path, monkeypatch):
+    from hw.params import ConfigError
+    from sim.scenario import runner
+
+    s = load(tmp_path, BASE)
+    built = []
+
+    def fake_build(scn, algorithm):
+        built.append(algorithm)
+        if algorithm == "ldcp":
+            raise ConfigError("MarkerConfig", "k_min", 7, "0 <= k_min <= 5")
+
+    monkeypatch.setattr(runner, "build", fake_build)
+    with pytest.raises(ScenarioError) as e:
+        runner.check(s)
+    assert built == ["dctcp", "ldcp"]
+    assert str(e.value).startswith(f"{tmp_path / 't.toml'}: algo.ldcp: the core rejects")
+    assert "MarkerConfig.k_min = 7" in str(e.value)

@@ -50,9 +50,17 @@ def build(scn: Scenario, algorithm: str):
 
 
 def check(scn: Scenario) -> None:
-    """The checks that need the core's topology (host overlap of src and dst): build the network
-    of the first algorithm once, without running it."""
-    build(scn, scn.algorithms[0])
+    """The checks that need the core: build every algorithm's network once, without running it
+    (flows from a host to itself, and whatever the core's builders reject, such as a switch
+    profile that the marker cannot hold), so that a bad combination fails before any run."""
+    for algorithm in scn.algorithms:
+        try:
+            build(scn, algorithm)
+        except ScenarioError:
+            raise
+        except ValueError as e:          # hw.params.ConfigError and the core's own checks
+            raise ScenarioError(scn.source, f"algo.{algorithm}", missing(),
+                                f"the core rejects this scenario for {algorithm}: {e}") from None
 
 
 def run(scn: Scenario, algorithm: str, progress=None) -> Run:
