@@ -108,3 +108,5 @@ def test_queues_counters_and_summary():
     assert head["utilization"] == 0.5 and head["queue_max_kb"] == 0.3
     assert (head["drops"], head["marks"], head["cnps_cnms"], head["paused_us"]) == (5, 7, 5, 2.5)
     assert head["jain"] is None and head["slowdown_p99"] is None
+    res.pause_series = {"p": [0, 1, 1, 0], "q": [0, 0, 0, 0]}
+    assert metrics.pause_stats(res) == {"p": 0.5}

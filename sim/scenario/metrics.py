@@ -16,6 +16,8 @@ Conventions (also in ``docs/simulator.md``):
   that are active over the whole window, by default the second half of the run (after the
   start-up transient); 1 is perfectly fair, 1/n is one flow taking everything.
 - Utilization of a port = transmitted bytes x 8 / (rate x duration).
+- PFC: total paused time and pause frames from the counters; per sampled port, the fraction of
+  samples at which it was paused.
 """
 
 from __future__ import annotations
@@ -140,6 +142,13 @@ def queue_stats(res) -> dict[str, dict]:
             for port, q in res.queue_series.items()}
 
 
+def pause_stats(res) -> dict[str, float]:
+    """Per sampled port that was ever paused: the fraction of samples at which its data queue
+    was paused by PFC."""
+    series = getattr(res, "pause_series", None) or {}
+    return {port: sum(s) / len(s) for port, s in series.items() if s and any(s)}
+
+
 def counters(res) -> dict:
     out = {name: res.counters.get(name, 0) for name in COUNTERS}
     out.update({k: v for k, v in res.counters.items() if k not in out})
@@ -170,4 +179,4 @@ def summarize(res) -> dict:
         "paused_us": count["paused_us"],
     }
     return {"headline": headline, "utilization": util, "queues": queues, "fct": fct,
-            "fairness": fair, "counters": count}
+            "fairness": fair, "counters": count, "paused_fraction": pause_stats(res)}

@@ -4,7 +4,8 @@
   time, events per CPU second and every metric of :func:`sim.scenario.metrics.summarize`;
 - ``<algo>_queues.csv`` (time_us, one column of bytes per sampled port),
   ``<algo>_flows.csv`` (time_us at the end of each sample interval, one Gb/s column per tracked
-  flow, named ``f<id>_<tag>``), ``<algo>_fct.csv`` (one row per sized flow);
+  flow, named ``f<id>_<tag>``), ``<algo>_fct.csv`` (one row per sized flow), and if PFC paused
+  a sampled port, ``<algo>_pause.csv`` (1 where the port was paused at the sample);
 - ``queues.png``, ``rates.png``, ``fct_slowdown_cdf.png``, ``comparison.png`` (titles carry the
   scenario name).
 """
@@ -78,6 +79,14 @@ def write_series(run, folder: Path) -> None:
         for k in range(n):
             w.writerow([(k + 1) * res.sample_ps / PS_PER_US] +
                        [f"{rates[i][k] / 1e9:.4f}" if k < len(rates[i]) else "" for i in ids])
+    paused = [p for p in getattr(res, "pause_series", {}) if any(res.pause_series[p])]
+    if paused:
+        with open(folder / f"{algo}_pause.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["time_us"] + paused)
+            for k in range(len(res.pause_series[paused[0]])):
+                w.writerow([k * res.sample_ps / PS_PER_US] +
+                           [res.pause_series[p][k] for p in paused])
     rows = metrics.fct_rows(res)
     with open(folder / f"{algo}_fct.csv", "w", newline="") as f:
         w = csv.writer(f)
