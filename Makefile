@@ -9,10 +9,12 @@ STAMP   := $(VENV)/.installed
 JOBS    ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: help venv run test test-fast verilog synth lint clean
+.PHONY: help venv run demo test test-fast verilog synth lint clean
 
 help:
-	@echo "make run      export + lint every hardware top, then the marker and simulator demos"
+	@echo "make run      export + lint every hardware top, then the default network scenario"
+	@echo "             (all four algorithms side by side; table on stdout, plots in out/default/)"
+	@echo "make demo     the marker sweep and the DCTCP sawtooth against the paper's analysis"
 	@echo "make test     the whole suite: unit, Amaranth-simulation and cocotb/Verilator tests"
 	@echo "make test-fast  the suite without the cocotb/Verilator tests"
 	@echo "make verilog  export every top to gateware/build/ and lint it with verilator -Wall"
@@ -30,6 +32,9 @@ venv: $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m gateware verilog
+	$(PY) -m sim run default
+
+demo: $(STAMP)
 	$(PY) -m sim.demo
 
 test: $(STAMP)
