@@ -90,6 +90,11 @@ def cmd_list(args) -> int:
         except ScenarioError as e:
             description = f"(unreadable: {e})"
         print(f"{name:<22} {description.splitlines()[0] if description else ''}")
+    from sim.scenario import core
+
+    print()
+    for name, spec in core.api().ALGORITHMS.items():
+        print(f"algorithm {name:<12} {spec.description}")
     return 0
 
 

@@ -57,6 +57,7 @@ def test_list(capsys):
     for name in config.bundled():
         assert name in out
     assert "default" in out and "100G" in out
+    assert "algorithm dctcp" in out
 
 
 def test_run_end_to_end(tiny, tmp_path, capsys):
@@ -125,3 +126,19 @@ def test_progress_bar_in_a_log():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 11 and lines[0].startswith("x/dctcp: 0% of")
     assert lines[-1].startswith("x/dctcp: 100% of")
+
+
+def test_progress_bar_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Tty()
+    bar = ProgressBar("x/ldcp", 2_000_000, stream=stream)
+    bar(0)
+    bar(1_000_000)              # within 0.2 s of the last draw: skipped
+    bar(2_000_000)              # the end is always drawn
+    bar.done()
+    text = stream.getvalue()
+    assert text.count("\r") == 2 and "100.0%" in text and text.endswith("\n")
+    assert "2/2 us" in text
