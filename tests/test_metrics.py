@@ -94,6 +94,9 @@ def test_fairness_over_the_second_half():
     assert fair["jain"] == pytest.approx((0.8 + 2.4) ** 2 / (2 * (0.8**2 + 2.4**2)))
     assert fair["goodput_gbps"]["min"] == pytest.approx(0.8)
     assert fair["goodput_gbps"]["max"] == pytest.approx(2.4)
+    # a planned stop inside the window (the core's records carry no stop time) excludes flow 1
+    fair = metrics.fairness(result(flows=flows, flow_series=series), stops={1: 80 * US})
+    assert fair["flows"] == 1 and fair["jain"] == 1.0
 
 
 def test_queues_counters_and_summary():

@@ -112,8 +112,11 @@ def fct_stats(res) -> dict:
     return stats
 
 
-def fairness(res, window_ps: tuple[int, int] | None = None) -> dict:
-    """Jain's index and goodputs of the long-lived flows active over the whole window."""
+def fairness(res, window_ps: tuple[int, int] | None = None,
+             stops: dict[int, int | None] | None = None) -> dict:
+    """Jain's index and goodputs of the long-lived flows active over the whole window.
+    ``stops``: flow id -> planned stop time (the core's FlowRecord has none; without it a
+    record's ``stop_ps`` attribute, then ``finish_ps``, is used)."""
     start, end = window_ps or (res.duration_ps // 2, res.duration_ps)
     n_samples = max((len(s) for s in res.flow_series.values()), default=0)
     i0 = min(start // res.sample_ps, max(n_samples - 1, 0))
@@ -121,7 +124,7 @@ def fairness(res, window_ps: tuple[int, int] | None = None) -> dict:
     goodputs = []
     for f in res.flows:
         series = res.flow_series.get(f.flow_id)
-        stop = getattr(f, "stop_ps", None)
+        stop = (stops or {}).get(f.flow_id, getattr(f, "stop_ps", None))
         if stop is None:
             stop = f.finish_ps
         if f.size_bytes is not None or series is None or f.start_ps > start or \
@@ -157,12 +160,12 @@ def counters(res) -> dict:
     return out
 
 
-def summarize(res) -> dict:
+def summarize(res, stops: dict[int, int | None] | None = None) -> dict:
     """Every metric of a run, JSON-ready, plus the headline numbers of the comparison table."""
     util = utilization(res)
     queues = queue_stats(res)
     fct = fct_stats(res)
-    fair = fairness(res)
+    fair = fairness(res, stops=stops)
     count = counters(res)
     sampled = [p for p in util if p in queues] or list(util)
     headline = {

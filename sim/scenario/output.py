@@ -31,7 +31,7 @@ def run_summary(run) -> dict:
     res = run.result
     return {"events": res.events, "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3),
             "events_per_s": round(run.events_per_s), "flows": len(res.flows),
-            "metrics": metrics.summarize(res)}
+            "metrics": metrics.summarize(res, {f.flow_id: f.stop_ps for f in run.flows})}
 
 
 def summary(scn: Scenario, runs: list) -> dict:
