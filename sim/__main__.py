@@ -4,6 +4,7 @@
 
     python -m sim list                                   # bundled scenarios
     python -m sim run default [--algo ldcp,dctcp] [--out out] [--duration-us 500] [--seed 2]
+        [--tag seed2] [--quiet] [--no-plots]
     python -m sim sweep default --param algo.ldcp.alpha=0.5,1.0 --param topology.senders=8,16 \\
         [--jobs 2]
     python -m sim bench [--senders 100,1000,10000]       # events/s and wall time (not a test)
@@ -70,6 +71,12 @@ class ProgressBar:
             self.stream.flush()
 
 
+def _tag(text: str) -> str:
+    if text and not all(c.isalnum() or c in "_.-" for c in text):
+        raise argparse.ArgumentTypeError("use letters, digits, '_', '-', '.'")
+    return text
+
+
 def _algos(text: str | None) -> list[str] | None:
     return [a.strip() for a in text.split(",") if a.strip()] if text else None
 
@@ -111,7 +118,7 @@ def cmd_run(args) -> int:
     scn = config.load(args.scenario, _overrides(args), _algos(args.algo))
     runner.check(scn)
     runs = run_scenario(scn, args.quiet)
-    folder, data = output.write_all(scn, runs, args.out, plots=not args.no_plots)
+    folder, data = output.write_all(scn, runs, args.out, plots=not args.no_plots, tag=args.tag)
     print(f"{scn.name}: {scn.description}".rstrip(": "))
     print(output.table(data))
     print(f"outputs: {folder}/")
@@ -273,6 +280,8 @@ def main(argv=None) -> int:
     common(run)
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    run.add_argument("--tag", default="", type=_tag,
+                     help="output folder out/<scenario>-<tag> (to keep variants apart)")
     sweep = sub.add_parser("sweep", help="run a parameter grid across local processes")
     common(sweep)
     sweep.add_argument("--param", action="append",

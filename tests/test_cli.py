@@ -63,14 +63,14 @@ def test_list(capsys):
 def test_run_end_to_end(tiny, tmp_path, capsys):
     path, algorithms = tiny
     out_dir = tmp_path / "out"
-    assert main(["run", str(path), "--out", str(out_dir), "--quiet"]) == 0
+    assert main(["run", str(path), "--out", str(out_dir), "--quiet", "--tag", "a"]) == 0
     printed = capsys.readouterr().out
     lines = printed.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["algorithm",
                                                                             "events"])
     assert [line.split()[0] for line in lines[header + 1: header + 1 + len(algorithms)]] == \
         algorithms
-    folder = out_dir / "tiny"
+    folder = out_dir / "tiny-a"
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["scenario"]["name"] == "tiny" and summary["scenario"]["seed"] == 1
     assert list(summary["runs"]) == algorithms

@@ -48,8 +48,10 @@ def _json_default(value):
     raise TypeError(type(value).__name__)
 
 
-def write_all(scn: Scenario, runs: list, out: Path, plots: bool = True) -> tuple[Path, dict]:
-    folder = Path(out) / scn.name
+def write_all(scn: Scenario, runs: list, out: Path, plots: bool = True, tag: str = ""
+              ) -> tuple[Path, dict]:
+    """Everything, in ``out/<scenario>`` (``out/<scenario>-<tag>`` with a tag)."""
+    folder = Path(out) / (f"{scn.name}-{tag}" if tag else scn.name)
     folder.mkdir(parents=True, exist_ok=True)
     data = summary(scn, runs)
     (folder / "summary.json").write_text(json.dumps(data, indent=1, default=_json_default))
