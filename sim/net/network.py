@@ -20,7 +20,6 @@ The narrow interface between a host and its congestion engine is documented in
 
 from __future__ import annotations
 
-import math
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from hw.params import ConfigError, check_choice, check_int
 from sim.models.marker import Descriptor, MarkerModel
 from sim.models.qcn import CpFrame, CpModel
 
-from .engine import PS_PER_S, PS_PER_US, Simulator, serialization_ps
+from .engine import PS_PER_US, Simulator, serialization_ps
 from .packet import CNM, CNP, DATA, PAUSE, PRIO_CONTROL, PRIO_DATA, PRIO_MAC, Packet, control
 
 # --------------------------------------------------------------------------------------------
@@ -119,8 +118,9 @@ class FlowRecord:
     start_ps: int
     finish_ps: int | None
     delivered_bytes: int
-    ideal_fct_ps: int | None
+    ideal_fct_ps: int | None        # see Network.ideal_fct_ps
     retransmitted_bytes: int
+    stop_ps: int | None = None
 
 
 @dataclass
@@ -611,6 +611,16 @@ class Network:
                 serialization_ps(64, port.rate_bps)
         return rtt
 
+    def ideal_fct_ps(self, src: int, dst: int, size: int) -> int:
+        """The earliest a message of ``size`` bytes can be delivered on an empty path (FCT is
+        measured at the receiver): its bytes at the path's slowest rate, plus the propagation
+        of every hop and the store-and-forward serialization of one packet at every other hop."""
+        path = self._path(src, dst)
+        first = min(size, self.mtu)
+        rate = min(p.rate_bps for p in path)
+        return (sum(p.delay_ps + serialization_ps(first, p.rate_bps) for p in path)
+                - serialization_ps(first, rate) + serialization_ps(size, rate))
+
     def path_rate_bps(self, src: int, dst: int) -> int:
         return min(p.rate_bps for p in self._path(src, dst))
 
@@ -631,12 +641,11 @@ class Network:
         for f in self.flows:
             rx = self.hosts[f.dst].receivers[f.flow_id]
             tx = self.hosts[f.src].senders[f.flow_id]
-            ideal = None
-            if f.size_bytes is not None:
-                ideal = self.base_rtt_ps(f.src, f.dst) + math.ceil(
-                    f.size_bytes * 8 * PS_PER_S / self.path_rate_bps(f.src, f.dst))
+            ideal = None if f.size_bytes is None else self.ideal_fct_ps(f.src, f.dst,
+                                                                        f.size_bytes)
             records.append(FlowRecord(f.flow_id, f.src, f.dst, f.tag, f.size_bytes, f.start_ps,
-                                      rx.done_ps, rx.delivered_bytes, ideal, tx.retx_bytes))
+                                      rx.done_ps, rx.delivered_bytes, ideal, tx.retx_bytes,
+                                      f.stop_ps))
         counters = dict(self.counters)
         counters.setdefault("marks", 0)
         for k in ("drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
