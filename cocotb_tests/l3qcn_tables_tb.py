@@ -26,6 +26,15 @@ from hw.layouts import HtOp, HtStatus
 from sim.models.hash_table import HashTableModel, HtCodec
 
 
+async def feed(tb: TBBase, driver: StreamDriver, items, limit: int = 64):
+    """Queue ``items`` on ``driver``, waiting whenever more than ``limit`` are queued."""
+    for item in items:
+        driver.send(item)
+        if len(driver.queue) > limit:
+            await tb.wait_until(lambda: len(driver.queue) < limit // 4, 200_000, "driver")
+            await RisingEdge(tb.dut.clk)
+
+
 class TableTB(TBBase):
     def __init__(self, dut, cfg, seed, idle=None, backpressure=None):
         super().__init__(dut, seed)
@@ -49,11 +58,7 @@ class TableTB(TBBase):
         self.scoreboard.expect(r)
 
     async def send_all(self, commands):
-        for c in commands:
-            self.driver.send(c)
-            if len(self.driver.queue) > 64:
-                await self.wait_until(lambda: len(self.driver.queue) < 16, 10_000, "driver")
-                await RisingEdge(self.dut.clk)
+        await feed(self, self.driver, commands)
         await self.wait_until(lambda: not self.driver.queue and not self.scoreboard.expected,
                               100_000, "all results")
 

@@ -22,6 +22,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
 from cocotb_tests.infra.tb import TBBase, test_seed
+from cocotb_tests.l3qcn_tables_tb import feed
 from gateware.tops import TOPS
 from hw.layouts import (
     HtOp,
@@ -161,14 +162,6 @@ def cp_frames(tb: CpTB, flows, n):
                              sample=rng.randbytes(tb.cfg.private.sample_bytes))
 
 
-async def feed(tb, driver, items, limit=32):
-    for item in items:
-        driver.send(item)
-        if len(driver.queue) > limit:
-            await tb.wait_until(lambda: len(driver.queue) < limit // 4, 200_000, "driver")
-            await RisingEdge(tb.dut.clk)
-
-
 @cocotb.test()
 async def cp_random_frames(dut):
     cfg = TOPS[os.environ["CC_TOP"]].config
@@ -243,12 +236,10 @@ class TorTB(PacketTB):
                     (p.qntz_fb, p.cpid, p.q_off, p.q_delta, p.msdu_len)
                 self.checked += 1
 
-    def send_packet(self, pkt: bytes):
-        for beat in frame_beats(self.cfg.private, pkt) if pkt else []:
-            self.beats.send((beat, None))
-        # the last beat carries the whole packet for the model
-        last = self.beats.queue.pop()
-        self.beats.send((last[0], pkt))
+    def beats_of(self, pkt: bytes) -> list:
+        """The packet's beats; the last one also carries the whole packet for the model."""
+        beats = frame_beats(self.cfg.private, pkt)
+        return [(b, None) for b in beats[:-1]] + [(beats[-1], pkt)]
 
     def check_counters(self):
         m = self.model
@@ -273,17 +264,16 @@ async def tor_random_packets(dut):
                   for f in rng.sample(flows, len(flows) // (1 + phase))]
         await feed(tb, tb.learns, learns, limit=64)
         await tb.settle(tb.drivers, "learns")
+        beats = []
         for _ in range(n // 3):
             pkt = build_private_cnm(cfg.private, random_private_request(rng, rng.choice(flows)))
             r = rng.random()
             if r < 0.15:
-                kind, pkt = rng.choice(mutations(cfg.private, pkt, rng))
+                _, pkt = rng.choice(mutations(cfg.private, pkt, rng))
             elif r < 0.2:
                 pkt = rng.randbytes(rng.randrange(1, 200))
-            tb.send_packet(pkt)
-            if len(tb.beats.queue) > 128:
-                await tb.wait_until(lambda: len(tb.beats.queue) < 32, 200_000, "beats")
-                await RisingEdge(dut.clk)
+            beats += tb.beats_of(pkt)
+        await feed(tb, tb.beats, beats, limit=128)
         await tb.settle(tb.drivers, "CNMs")
         tb.check_counters()
     tb.packets.assert_empty()

@@ -87,29 +87,32 @@ def test_model_against_layout_and_scapy(cfg):
         assert len(f) == max(60, 46 + n)
 
 
-def run_rtl(cfg, requests, p_ready=0.7):
-    dut = CnmGenerator(cfg)
-    beat = byte_beat_layout(cfg.data_bytes)
+def run_stream_rtl(dut, requests: list[int], data_bytes: int, p_ready=0.7,
+                   inp="request", out="frame") -> list[bytes]:
+    """Amaranth simulation of a frame generator: packed ``requests`` into stream ``inp``, the
+    byte stream ``out`` read with random back-pressure and assembled into frames."""
+    beat = byte_beat_layout(data_bytes)
+    src, sink = getattr(dut, inp), getattr(dut, out)
     frames, partial = [], [b""]
 
     async def sender(ctx):
         for r in requests:
-            ctx.set(dut.request.payload.as_value(), pack_cnm_request(cfg, r))
-            ctx.set(dut.request.valid, 1)
-            await ctx.tick().until(dut.request.ready)
-        ctx.set(dut.request.valid, 0)
+            ctx.set(src.payload.as_value(), r)
+            ctx.set(src.valid, 1)
+            await ctx.tick().until(src.ready)
+        ctx.set(src.valid, 0)
 
     async def receiver(ctx):
         rng = random.Random(3)
         while len(frames) < len(requests):
-            ctx.set(dut.frame.ready, rng.random() < p_ready)
+            ctx.set(sink.ready, rng.random() < p_ready)
             *_, payload, valid, ready = await ctx.tick().sample(
-                dut.frame.payload, dut.frame.valid, dut.frame.ready)
+                sink.payload, sink.valid, sink.ready)
             if valid and ready:
                 v = beat.from_bits(payload.as_value().value)
                 n = int(v.keep).bit_length()
                 assert int(v.keep) == (1 << n) - 1
-                partial[0] += int(v.data).to_bytes(cfg.data_bytes, "little")[:n]
+                partial[0] += int(v.data).to_bytes(data_bytes, "little")[:n]
                 if v.last:
                     frames.append(partial[0])
                     partial[0] = b""
@@ -120,6 +123,11 @@ def run_rtl(cfg, requests, p_ready=0.7):
     sim.add_testbench(receiver)
     sim.run()
     return frames
+
+
+def run_rtl(cfg, requests, p_ready=0.7):
+    return run_stream_rtl(CnmGenerator(cfg), [pack_cnm_request(cfg, r) for r in requests],
+                          cfg.data_bytes, p_ready)
 
 
 def test_rtl_golden_frame():

@@ -9,11 +9,10 @@ import random
 import struct
 
 import pytest
-from amaranth.sim import Simulator
 from scapy.layers.inet import IP, UDP
 from scapy.packet import Raw
 
-from hw.layouts import HtStatus, LayoutCodec, byte_beat_layout, private_cnm_request_layout
+from hw.layouts import HtStatus, LayoutCodec, private_cnm_request_layout
 from hw.params import ConfigError
 from hw.switch.hash_table_config import HashTableConfig
 from hw.switch.l3qcn import PrivateCnmGen
@@ -35,10 +34,10 @@ from sim.models.l3qcn import (
 )
 
 try:        # from the cocotb testbenches (the repository root on sys.path)
-    from tests.test_cnm import parse_cnm
+    from tests.test_cnm import parse_cnm, run_stream_rtl
     from tests.test_cnp import scapy_frame
 except ModuleNotFoundError:     # under pytest, tests/ itself is on sys.path
-    from test_cnm import parse_cnm
+    from test_cnm import parse_cnm, run_stream_rtl
     from test_cnp import scapy_frame
 
 
@@ -320,37 +319,8 @@ def test_cp_qcn_to_tor_to_cnm():
 # ---- RTL of the private CNM generator (Amaranth simulation) --------------------------------------
 
 def run_private_gen(cfg, requests, p_ready=0.7):
-    dut = PrivateCnmGen(cfg)
-    beat = byte_beat_layout(cfg.data_bytes)
-    packets, partial = [], [b""]
-
-    async def sender(ctx):
-        for r in requests:
-            ctx.set(dut.request.payload.as_value(), pack_private_request(cfg, r))
-            ctx.set(dut.request.valid, 1)
-            await ctx.tick().until(dut.request.ready)
-        ctx.set(dut.request.valid, 0)
-
-    async def receiver(ctx):
-        rng = random.Random(3)
-        while len(packets) < len(requests):
-            ctx.set(dut.packet.ready, rng.random() < p_ready)
-            *_, payload, valid, ready = await ctx.tick().sample(
-                dut.packet.payload, dut.packet.valid, dut.packet.ready)
-            if valid and ready:
-                v = beat.from_bits(payload.as_value().value)
-                partial[0] += int(v.data).to_bytes(cfg.data_bytes, "little")[
-                    :int(v.keep).bit_length()]
-                if v.last:
-                    packets.append(partial[0])
-                    partial[0] = b""
-
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(sender)
-    sim.add_testbench(receiver)
-    sim.run()
-    return packets
+    return run_stream_rtl(PrivateCnmGen(cfg), [pack_private_request(cfg, r) for r in requests],
+                          cfg.data_bytes, p_ready, out="packet")
 
 
 @pytest.mark.parametrize("cfg", [PrivateCnmConfig(), PrivateCnmConfig(sample_bytes=0,

@@ -5,7 +5,7 @@ See ``docs/qcn.md`` ("CNM frame generator") and :mod:`sim.models.cnm` for the by
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -21,7 +21,29 @@ from .cnm_config import (
     CnmGenConfig,
 )
 
-__all__ = ["CnmGenerator"]
+__all__ = ["CnmGenerator", "shift_out"]
+
+
+def shift_out(m: Module, out, data_bytes: int, max_bytes: int, load, body, length) -> Value:
+    """Shift a frame out of one register onto the byte stream ``out``, ``data_bytes`` per beat
+    (``keep``, ``last``), one beat per clock.  ``load`` (only while idle) takes ``body`` (wire
+    byte i in bits [8i, 8i+8)) and ``length`` (bytes >= 1).  Returns ``idle``."""
+    DB = data_bytes
+    nbeats = -(-max_bytes // DB)
+    buf = Signal(8 * DB * nbeats)
+    left = Signal(bits_for(max_bytes))
+    last = left <= DB
+    m.d.comb += [
+        out.valid.eq(left != 0),
+        out.payload.data.eq(buf[:8 * DB]),
+        out.payload.keep.eq(Mux(last, (Const(1, DB + 1) << left) - 1, (1 << DB) - 1)),
+        out.payload.last.eq(last),
+    ]
+    with m.If(out.valid & out.ready):
+        m.d.sync += [buf.eq(buf >> (8 * DB)), left.eq(Mux(last, 0, left - DB))]
+    with m.If(load):
+        m.d.sync += [buf.eq(body), left.eq(length)]
+    return left == 0
 
 
 class CnmGenerator(wiring.Component):
@@ -88,21 +110,9 @@ class CnmGenerator(wiring.Component):
         length = Mux(carried < MIN_FRAME_BYTES - CNM_HEADER_BYTES, MIN_FRAME_BYTES,
                      CNM_HEADER_BYTES + carried)
 
-        # ---- shift register --------------------------------------------------------------------
-        nbeats = -(-MAX // DB)
-        buf = Signal(8 * DB * nbeats)
-        left = Signal(bits_for(MAX))                # bytes not yet sent (0: idle)
+        # ---- shift register ---------------------------------------------------------------------
         out = self.frame
-        last = left <= DB
-        m.d.comb += [
-            out.valid.eq(left != 0),
-            out.payload.data.eq(buf[:8 * DB]),
-            out.payload.keep.eq(Mux(last, (Const(1, DB + 1) << left) - 1, (1 << DB) - 1)),
-            out.payload.last.eq(last),
-            self.request.ready.eq((left == 0) | (out.ready & last)),
-        ]
-        with m.If(out.valid & out.ready):
-            m.d.sync += [buf.eq(buf >> (8 * DB)), left.eq(Mux(last, 0, left - DB))]
-        with m.If(self.request.valid & self.request.ready):
-            m.d.sync += [buf.eq(Cat(*body)), left.eq(length)]
+        idle = shift_out(m, out, DB, MAX, self.request.valid & self.request.ready, Cat(*body),
+                         length)
+        m.d.comb += self.request.ready.eq(idle | (out.valid & out.ready & out.payload.last))
         return m

@@ -27,8 +27,7 @@ from ..layouts import (
     tor_learn_layout,
 )
 from ..nic.cnp_gen import CnpGenerator, be_bytes, pack_fields
-from ..params import bits_for
-from .cnm_gen import CnmGenerator
+from .cnm_gen import CnmGenerator, shift_out
 from .hash_table import HashTable, saturating_inc
 from .l3qcn_config import (
     PRIVATE_CNM_PDU_BYTES,
@@ -39,7 +38,7 @@ from .l3qcn_config import (
 )
 from .qcn_cp import QcnCp
 
-__all__ = ["PrivateCnmGen", "L3qcnCp", "L3qcnTor", "ones_sum", "shift_out"]
+__all__ = ["PrivateCnmGen", "L3qcnCp", "L3qcnTor", "ones_sum"]
 
 
 def ones_sum(words: list[Value]) -> Value:
@@ -63,28 +62,6 @@ def _words(byte_list: list[Value]) -> list[Value]:
 def _from_be(layout, byte_list: list[Value]) -> data.View:
     """A header layout viewed over wire bytes (byte 0 most significant, ``hw.layouts``)."""
     return data.View(layout, Cat(*reversed(byte_list)))
-
-
-def shift_out(m: Module, out, data_bytes: int, max_bytes: int, load, body, length) -> Value:
-    """Shift a frame out of one register onto the byte stream ``out``, ``data_bytes`` per beat
-    (``keep``, ``last``), one beat per clock.  ``load`` (only while idle) takes ``body`` (wire
-    byte i in bits [8i, 8i+8)) and ``length`` (bytes >= 1).  Returns ``idle``."""
-    DB = data_bytes
-    nbeats = -(-max_bytes // DB)
-    buf = Signal(8 * DB * nbeats)
-    left = Signal(bits_for(max_bytes))
-    last = left <= DB
-    m.d.comb += [
-        out.valid.eq(left != 0),
-        out.payload.data.eq(buf[:8 * DB]),
-        out.payload.keep.eq(Mux(last, (Const(1, DB + 1) << left) - 1, (1 << DB) - 1)),
-        out.payload.last.eq(last),
-    ]
-    with m.If(out.valid & out.ready):
-        m.d.sync += [buf.eq(buf >> (8 * DB)), left.eq(Mux(last, 0, left - DB))]
-    with m.If(load):
-        m.d.sync += [buf.eq(body), left.eq(length)]
-    return left == 0
 
 
 class PrivateCnmGen(wiring.Component):
