@@ -577,7 +577,7 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
 
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        from sim.models.ldcp_transport import LdcpSender
+        from sim.models.ldcp_transport_fast import FastLdcpSender as LdcpSender
         cfg = net.params.transport(host.nic.rate_bps / 1e9, net.mtu, 10**12 // net.clk_ps)
         self.model = LdcpSender(cfg)
         self.length = spec.size_bytes or cfg.max_message
@@ -641,7 +641,7 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
 class LdcpReceiverEndpoint(_Endpoint, _CycleClock):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        from sim.models.ldcp_transport import LdcpReceiver
+        from sim.models.ldcp_transport_fast import FastLdcpReceiver as LdcpReceiver
         cfg = net.params.transport(host.nic.rate_bps / 1e9, net.mtu, 10**12 // net.clk_ps)
         self.model = LdcpReceiver(cfg)
         self.cycle = 0
