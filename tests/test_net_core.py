@@ -1,4 +1,4 @@
-"""The network core: losslessness and delivery, PFC, ECMP, L3QCN feedback, determinism, errors.
+"""The network core: delivery despite drops, PFC losslessness, ECMP, determinism, errors.
 
 Every run is a few hundred microseconds of simulated time on the golden models; each assertion
 is a property the simulator must have whatever the algorithm's tuning.
@@ -12,7 +12,7 @@ from hw.params import ConfigError
 from sim.net.algorithms import DcqcnParams, DctcpParams, LdcpParams
 from sim.net.engine import PS_PER_US
 from sim.net.network import FlowSpec, Network, PfcConfig, SwitchConfig
-from sim.net.topology import chain, dumbbell, leaf_spine
+from sim.net.topology import dumbbell, leaf_spine
 
 G100 = 100 * 10**9
 
@@ -71,35 +71,6 @@ def test_ecmp_spreads_flows_over_the_spines_without_reordering():
     assert sum(up.values()) >= 8 * 200_000
     assert res.counters["retransmitted_packets"] == 0
     assert all(f.delivered_bytes == f.size_bytes for f in res.flows)
-
-
-def chain_burst(l3qcn: bool):
-    """Four DCQCN senders on the first of four switches, receiver behind the last: the first
-    switch's uplink is the bottleneck, three hops from the receiver."""
-    params = DcqcnParams(profile="paper", l3qcn=l3qcn, kmin_bytes=20_000, kmax_bytes=200_000)
-    net = Network("dcqcn", params, SwitchConfig(), sample_ps=2 * PS_PER_US)
-    topo = chain(net, switches=4, senders=4, receivers=1, rate_bps=G100,
-                 delay_ps=2 * PS_PER_US)
-    rx = topo.groups["receivers"][0]
-    for i, s in enumerate(topo.groups["senders"]):
-        net.add_flow(FlowSpec(i, s, rx))
-    net.run(1000 * PS_PER_US)
-    return net.result()
-
-
-def test_l3qcn_switch_cnps_are_faster_and_lower_the_peak():
-    # Reproduction 7 (short form): switch-built CNPs leave the congested switch at once, where
-    # receiver-built ones cross three more hops to the receiver and back.
-    rx_built, sw_built = chain_burst(False), chain_burst(True)
-    a, b = rx_built.counters, sw_built.counters
-    assert a["cnps_by_switch"] == 0 and b["cnps_by_switch"] == b["cnps"] > 0
-    delay_rx = a["feedback_delay_ps_sum"] / a["feedback_count"]
-    delay_sw = b["feedback_delay_ps_sum"] / b["feedback_count"]
-    # base: the receiver path adds 2 x 3 hops x 2 us of propagation alone
-    assert delay_sw + 12 * PS_PER_US <= delay_rx, (delay_sw, delay_rx)
-    peak_rx = max(rx_built.queue_series["s0.p0"])
-    peak_sw = max(sw_built.queue_series["s0.p0"])
-    assert peak_sw < 0.75 * peak_rx, (peak_sw, peak_rx)
 
 
 def test_runs_are_deterministic():

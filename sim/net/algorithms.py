@@ -376,6 +376,14 @@ class DcqcnParams:
                            rpg_max_rate=0)
 
 
+@dataclass(frozen=True)
+class L3qcnParams(DcqcnParams):
+    """DCQCN hosts with L3QCN switches: the congested switch builds the CNPs (``l3qcn`` on by
+    default), so that one scenario can compare both side by side."""
+
+    l3qcn: bool = True
+
+
 def _rate_mbps(net, host) -> int:
     return host.nic.rate_bps // 10**6
 
@@ -701,6 +709,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         DctcpSenderEndpoint, DctcpReceiverEndpoint, _dctcp_marker),
     "dcqcn": AlgorithmSpec(
         "dcqcn", DcqcnParams, "DCQCN: rate-based RP/NP with RED-ECN marking",
+        DcqcnSenderEndpoint, DcqcnReceiverEndpoint, _dcqcn_marker,
+        l3qcn=lambda p: p.l3qcn),
+    "l3qcn": AlgorithmSpec(
+        "l3qcn", L3qcnParams, "DCQCN hosts, CNPs built by the congested switch (L3QCN)",
         DcqcnSenderEndpoint, DcqcnReceiverEndpoint, _dcqcn_marker,
         l3qcn=lambda p: p.l3qcn),
     "qcn": AlgorithmSpec(

@@ -87,6 +87,10 @@ class Scenario:
     workloads: tuple = ()
     cdfs: dict = field(default_factory=dict, repr=False)   # cdf workload name -> Cdf
     raw: dict = field(default_factory=dict, repr=False)    # the file as read (for the echo)
+    switches: dict = field(default_factory=dict)           # algorithm -> [switch_for] override
+
+    def switch_for(self, algorithm: str):
+        return self.switches.get(algorithm, self.switch)
 
 
 def bundled() -> dict[str, Path]:
@@ -171,7 +175,7 @@ def _canonical(key: str) -> str:
 def from_dict(raw: dict, source: str = "<scenario>", base_dir: Path | None = None,
               default_name: str = "scenario") -> Scenario:
     api = core.api()
-    sections = ("topology", "switch", "algo", "workload")
+    sections = ("topology", "switch", "switch_for", "algo", "workload")
     top = dict(raw)
     top.setdefault("name", default_name)
     settings = build(RunSettings, top, source, "", skip=sections)
@@ -192,12 +196,38 @@ def from_dict(raw: dict, source: str = "<scenario>", base_dir: Path | None = Non
     if not isinstance(switch_raw, dict):
         raise ScenarioError(source, "switch", switch_raw, "expected a table")
     switch = build(api.SwitchConfig, switch_raw, source, "switch")
+    switches = _switch_overrides(raw.get("switch_for", {}), switch_raw, algorithms, api, source)
     params = _params(raw.get("algo", {}), api.ALGORITHMS, source)
     workloads, cdfs = _workloads(raw.get("workload", missing()), topology, settings, source,
                                  base_dir)
     return Scenario(settings.name, settings.description, source, settings.seed,
                     settings.duration_ps, settings.sample_ps, tuple(algorithms), topology,
-                    switch, params, workloads, cdfs, raw)
+                    switch, params, workloads, cdfs, raw, switches)
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _switch_overrides(table, switch_raw: dict, algorithms, api, source: str) -> dict:
+    """``[switch_for.<algorithm>]``: keys of ``[switch]`` that differ for one algorithm (e.g.
+    PFC on for DCQCN, off for LDCP, in one side-by-side comparison)."""
+    if not isinstance(table, dict):
+        raise ScenarioError(source, "switch_for", table,
+                            "expected a table of [switch_for.<algorithm>] tables")
+    out = {}
+    for name, section in table.items():
+        if name not in algorithms:
+            raise ScenarioError(source, join("switch_for", name), section,
+                                f"not one of this scenario's algorithms: {', '.join(algorithms)}")
+        if not isinstance(section, dict):
+            raise ScenarioError(source, join("switch_for", name), section, "expected a table")
+        out[name] = build(api.SwitchConfig, _merge(switch_raw, section), source,
+                          join("switch_for", name))
+    return out
 
 
 def _topology(table, source: str):

@@ -29,8 +29,8 @@ class Run:
 def build(scn: Scenario, algorithm: str):
     """The network, its topology and the flows of ``scn`` for ``algorithm`` (not run yet)."""
     api = core.api()
-    net = api.Network(algorithm=algorithm, params=scn.params[algorithm], switch=scn.switch,
-                      seed=scn.seed, sample_ps=scn.sample_ps)
+    net = api.Network(algorithm=algorithm, params=scn.params[algorithm],
+                      switch=scn.switch_for(algorithm), seed=scn.seed, sample_ps=scn.sample_ps)
     topo = scn.topology.build(net, api.topology)
     predicted = scn.topology.groups()
     actual = {name: len(topo.groups.get(name, ())) for name in predicted}
