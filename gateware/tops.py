@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from hw.nic.cnp_config import CnpGenConfig
 from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.dcqcn_np_config import DcqcnNpConfig
+from hw.nic.ldcp_transport_config import LdcpTransportConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.nic.rate_limiter_config import RateLimiterConfig
@@ -57,6 +58,16 @@ def _dcqcn_rp(cfg):
 def _ldcp_window(cfg):
     from hw.nic.ldcp_window import LdcpWindow
     return LdcpWindow(cfg)
+
+
+def _ldcp_tx(cfg):
+    from hw.nic.ldcp_transport import LdcpSender
+    return LdcpSender(cfg)
+
+
+def _ldcp_rx(cfg):
+    from hw.nic.ldcp_transport import LdcpReceiver
+    return LdcpReceiver(cfg)
 
 
 def _qcn_rp(cfg):
@@ -108,6 +119,13 @@ LDCP_WINDOW_G4 = LdcpWindowConfig(alpha=1.0, beta=1.0, gamma=1 / 4, m=4, cw_max=
 LDCP_WINDOW_G8 = LdcpWindowConfig(alpha=1.0, beta=0.5, gamma=1 / 8, m=8, cw_max=1024.0)
 LDCP_WINDOW_G16 = LdcpWindowConfig(alpha=0.25, beta=0.125, gamma=1 / 16, m=16, cw_max=4096.0)
 
+#: LDCP transport (docs/ldcp-transport.md): a rack-scale fabric, 100 Gb/s, 1 us base RTT, 1 KB
+#: MTU (BDP 13 packets = IW), delayed ACKs up to m = 4, RTO 8 RTTs, 32-bit LSN.
+LDCP_TRANSPORT = LdcpTransportConfig(
+    window=LdcpWindowConfig(alpha=1.0, beta=0.5, gamma=1 / 8, m=4, cw_max=256.0, cw_init=1.0,
+                            rtt_us=1.0, mtu=1024),
+    line_rate_gbps=100.0)
+
 TOPS: dict[str, Top] = {t.name: t for t in [
     Top("marker_1x1", MARKER_1X1, _marker, "egress marker, 1 port x 1 priority, LDCP profile"),
     Top("marker_8x8", MARKER_8X8, _marker, "egress marker, 8 ports x 8 priorities, DCQCN profile"),
@@ -117,6 +135,10 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "LDCP window engine, alpha 1, beta 1/2, gamma 1/8, m 8"),
     Top("ldcp_window_g16", LDCP_WINDOW_G16, _ldcp_window,
         "LDCP window engine, alpha 1/4, beta 1/8, gamma 1/16, m 16"),
+    Top("ldcp_tx", LDCP_TRANSPORT, _ldcp_tx,
+        "LDCP sender: fast start, LSN window on the window engine, go-back-N, RTO"),
+    Top("ldcp_rx", LDCP_TRANSPORT, _ldcp_rx,
+        "LDCP receiver: expected LSN, ACK/delayed ACK (m 4) with CE echo, NAK"),
     # DCQCN reaction point, one flow, one top per named profile (docs/dcqcn.md).
     Top("dcqcn_rp_paper", DcqcnRpConfig.profile("paper"), _dcqcn_rp,
         "DCQCN reaction point, paper profile (40 Gb/s)"),
@@ -152,9 +174,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
     # L3QCN (docs/l3qcn.md): the two tables alone, the CP's notifiers, the ToR's converter.
     Top("cnp_qp_table", HashTableConfig.cnp_qp(), _hash_table,
-        "L3QCN CNP-QP table, (dst IP, dst QP) -> src QP, 256 buckets x 4 ways"),
+        "L3QCN CNP-QP table, (dst IP, dst QP) -> src QP, 2-left, 2 x 128 buckets x 4 ways"),
     Top("flow_id_table", HashTableConfig.flow_id(), _hash_table,
-        "L3QCN flow-ID mapping table, 5-tuple -> (MAC, flow ID, VID), 256 buckets x 4 ways"),
+        "L3QCN flow-ID table, 5-tuple -> (MAC, flow ID, VID), 2-left, 2 x 128 x 4"),
     Top("l3qcn_cp_roce", L3qcnCpConfig(mode="roce"), _l3qcn_cp,
         "L3QCN CP, RoCEv2 priority: QCN CP + CNP-QP table (1024) + switch-built CNP"),
     Top("l3qcn_cp_qcn", L3qcnCpConfig(mode="qcn"), _l3qcn_cp,

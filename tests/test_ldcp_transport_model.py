@@ -373,6 +373,23 @@ def test_rto_restarts_on_progress_and_register_write():
     assert not s.outputs().csr_ready                   # registers only between messages
 
 
+def test_late_ack_after_go_back_n_skips_acknowledged_bytes():
+    s = LdcpSender(CFG)
+    s.edge(write=(LdcpTransportReg.RTO, 4))
+    s.edge(start=10 * MTU)
+    for _ in range(3):
+        assert s.edge(pkt_ready=True)[1]
+    while not s.s.ev_rto:
+        s.edge()
+    assert s.s.nxt == 0 and s.s.snd_max == 3 * MTU          # went back to LSN 0
+    while s.s.load_pending or s.s.settle:
+        s.edge()
+    s.edge(ack=TAck(2 * MTU, False, 2))                     # the ACK of the first sending
+    assert s.s.una == s.s.nxt == 2 * MTU
+    p = s.outputs().pkt
+    assert p is None or (p.lsn == 2 * MTU and p.retx)
+
+
 def test_bad_ack_and_stale_ack_ignored():
     s = LdcpSender(CFG)
     s.edge(ack=TAck(5, False, 1))                      # inactive: ignored

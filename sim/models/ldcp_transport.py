@@ -171,7 +171,8 @@ class LdcpSender:
        (``nxt = una``).
     3. Release (the offered packet taken): ``nxt += length``; a new packet (``nxt == snd_max``)
        also moves ``snd_max`` and counts ``new_cnt``.  A go-back-N at the same edge wins for
-       ``nxt``.
+       ``nxt``, and ``nxt`` never stays below ``una`` (an ACK of packets sent before a
+       go-back-N can arrive after it: the acknowledged bytes are skipped).
     4. Retransmission timeout: ``rto_cnt`` counts edges while active, no load pending and
        ``una < nxt`` (bytes in flight); it restarts on progress (``lsn > una``); at
        ``rto_cnt == RTO - 1`` it fires: go back N, and load ``fs_acked`` (fast start, exit 1)
@@ -205,6 +206,7 @@ class LdcpSender:
         if not s.active or s.nxt >= s.msg_len:
             return None
         inflight = s.nxt - s.una
+        assert inflight >= 0
         if s.stage == LdcpTxStage.FAST:
             gate = inflight < self.iw_bytes
         else:
@@ -290,7 +292,7 @@ class LdcpSender:
                     st = self._exit(st, 1, LdcpTxLoad.ACKED)
             else:
                 st = dataclasses.replace(st, load_pending=True, load_kind=LdcpTxLoad.MIN1)
-        if goback:
+        if goback or nxt < una:      # (a late ACK can pass nxt after a go-back-N)
             nxt = una
         st = dataclasses.replace(st, nxt=nxt, una=una, snd_max=snd_max, new_cnt=new_cnt,
                                  rto_cnt=rto_cnt)

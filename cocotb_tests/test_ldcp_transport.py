@@ -1,0 +1,27 @@
+"""pytest runners: build the LDCP transport tops (``ldcp_tx``, ``ldcp_rx``) and run the cocotb
+testbench on each: a long seeded random run through lossy, marking channels with back-pressure
+(``CC_EVENTS`` packets + ACKs; ``CC_LDCP_EVENTS`` overrides) and the directed scenarios.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cocotb_tests.infra.build import build_top, run_cocotb
+from gateware.tops import TOPS
+
+TB = "cocotb_tests.ldcp_transport_tb"
+EVENTS = os.environ.get("CC_LDCP_EVENTS", "20000")
+
+
+def build(name: str):
+    return build_top(name, TOPS[name].build())
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("top,side", [("ldcp_tx", "tx"), ("ldcp_rx", "rx")])
+def test_ldcp_transport(top, side):
+    env = {"CC_CONFIG": TOPS[top].config.to_json(), "CC_EVENTS": EVENTS}
+    run_cocotb(build(top), TB, [f"random_{side}", f"directed_{side}"], env=env, tag=side)
