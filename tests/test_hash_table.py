@@ -10,12 +10,13 @@ from amaranth.sim import Simulator
 from hw.layouts import HtOp, HtStatus
 from hw.params import ConfigError
 from hw.switch.hash_table import HashTable
-from hw.switch.hash_table_config import HashTableConfig
+from hw.switch.hash_table_config import HashTableConfig, primitive_polynomials
 from sim.models.hash_table import HashTableModel, HtCodec
 
 
 @pytest.mark.parametrize("field, value, text", [
-    ("buckets", 100, "a power of two"), ("ways", 0, "1 <= ways <= 16"),
+    ("buckets", 100, "a power of two"), ("buckets", 2, "a power of two 4"),
+    ("ways", 0, "1 <= ways <= 16"),
     ("key_width", 0, "1 <= key_width"), ("counter_width", 4, "8 <= counter_width")])
 def test_config_errors(field, value, text):
     with pytest.raises(ConfigError, match=f"HashTableConfig.{field} = {value!r} .*{text}"):
@@ -33,55 +34,85 @@ def random_ops(rng, cfg, n, key_pool):
     return ops
 
 
-def colliding_keys(cfg, bucket, n, rng):
-    keys = []
+def colliding_keys(cfg, n, rng):
+    """``n`` keys with the same two candidate buckets."""
+    first = rng.getrandbits(cfg.key_width)
+    keys = [first]
     while len(keys) < n:
         k = rng.getrandbits(cfg.key_width)
-        if cfg.bucket_of(k) == bucket:
+        if cfg.buckets_of(k) == cfg.buckets_of(first):
             keys.append(k)
     return keys
 
 
 def test_model_against_dict_reference():
-    """Independent reference: a dict plus a per-bucket count (capacity = ways per bucket)."""
+    """Independent reference: a dict of key -> (side, value) and a count per (side, bucket);
+    a new key goes to the candidate with the smaller count (side 0 on a tie), FULL when both
+    hold ``ways`` keys."""
     cfg = HashTableConfig(buckets=8, ways=2, key_width=12, value_width=8)
     rng = random.Random(1)
-    model, ref, per_bucket = HashTableModel(cfg), {}, [0] * cfg.buckets
+    model, ref, count = HashTableModel(cfg), {}, {}
     pool = [rng.getrandbits(12) for _ in range(40)]
     seen = set()
     for op, key, value, tag in random_ops(rng, cfg, 5000, pool):
         r = model.command(op, key, value, tag)
-        b = cfg.bucket_of(key)
+        cands = list(enumerate(cfg.buckets_of(key)))
         present = key in ref
-        assert r.value == (ref[key] if present else 0) and r.key == key and r.tag == tag
+        assert r.value == (ref[key][1] if present else 0) and r.key == key and r.tag == tag
         if op == HtOp.LOOKUP or op == HtOp.REMOVE:
             assert r.status == (HtStatus.OK if present else HtStatus.NOT_FOUND)
             if op == HtOp.REMOVE and present:
-                del ref[key]
-                per_bucket[b] -= 1
+                side = ref.pop(key)[0]
+                count[(side, cfg.buckets_of(key)[side])] -= 1
         elif present:
             assert r.status == (HtStatus.DUPLICATE if op == HtOp.ADD else HtStatus.REFRESHED)
             if op == HtOp.LEARN:
-                ref[key] = value
-        elif per_bucket[b] == cfg.ways:
-            assert r.status == HtStatus.FULL
+                ref[key] = (ref[key][0], value)
         else:
-            assert r.status == HtStatus.OK
-            ref[key] = value
-            per_bucket[b] += 1
+            loads = [count.get(c, 0) for c in cands]
+            if min(loads) == cfg.ways:
+                assert r.status == HtStatus.FULL
+            else:
+                assert r.status == HtStatus.OK
+                side = 0 if loads[0] <= loads[1] else 1
+                ref[key] = (side, value)
+                count[cands[side]] = loads[side] + 1
         seen.add(r.status)
         assert model.occupancy == len(ref)
     assert seen == set(HtStatus)
 
 
-def test_hash_spreads_keys():
-    """Sequential keys (consecutive IPs / QPs) land in every bucket, none with more than
-    3x the mean."""
+def test_hash_spreads_consecutive_keys_evenly():
+    """The CRC hashes map consecutive QPs, consecutive addresses, consecutive ports exactly
+    evenly: 4 keys per bucket of each side for 4 x (buckets per side) keys."""
+    for cfg, make in [(HashTableConfig.cnp_qp(), lambda k: (0x0A000000 + k) << 24 | 7),
+                      (HashTableConfig.cnp_qp(), lambda k: 0x0A000001 << 24 | k),
+                      (HashTableConfig.flow_id(), lambda k: (0x0A0000010A0000020000 + k) << 24
+                       | 5001 << 8 | 17)]:
+        for side in (0, 1):
+            counts = [0] * cfg.side_buckets
+            for k in range(4 * cfg.side_buckets):
+                counts[cfg.buckets_of(make(k))[side]] += 1
+            assert set(counts) == {4}
+
+
+def test_primitive_polynomials():
+    """Known counts (OEIS A011260: 1, 1, 2, 2, 6, 6, 18, 16) and the classic x^3 + x + 1."""
+    assert [len(primitive_polynomials(k)) for k in range(1, 9)] == [1, 1, 2, 2, 6, 6, 18, 16]
+    assert primitive_polynomials(3)[0] == 0b1011
+
+
+def test_two_left_load_at_first_full():
+    """Random keys into the default 256 x 4 table: the first FULL comes after ~69 % of the
+    capacity on average (a single hash would refuse at ~25 %), never before 50 %."""
     cfg = HashTableConfig.cnp_qp()
-    counts = [0] * cfg.buckets
-    for k in range(4 * cfg.buckets):
-        counts[cfg.bucket_of((0x0A000000 + k) << 24 | 7)] += 1
-    assert min(counts) >= 0 and max(counts) <= 12 and sum(c > 0 for c in counts) > 0.9 * 256
+    loads = []
+    for seed in range(5):
+        rng, model = random.Random(seed), HashTableModel(cfg)
+        while model.command(HtOp.ADD, rng.getrandbits(56)).status != HtStatus.FULL:
+            pass
+        loads.append(model.occupancy / cfg.capacity)
+    assert min(loads) > 0.5 and 0.6 < sum(loads) / len(loads) < 0.8
 
 
 def run_rtl(cfg, ops, p_ready=0.7, p_valid=0.8, seed=5):
@@ -125,14 +156,17 @@ def test_rtl_matches_model(p_ready):
     cfg = HashTableConfig(buckets=4, ways=2, key_width=16, value_width=8, tag_width=3)
     rng = random.Random(7)
     pool = [rng.getrandbits(16) for _ in range(14)]
-    # back-to-back writes to one bucket exercise the read-during-write forwarding
-    full = colliding_keys(cfg, 1, 3, rng)
+    # back-to-back writes to the same two buckets exercise the read-during-write forwarding:
+    # left, right, left, right, then FULL
+    full = colliding_keys(cfg, 5, rng)
     ops = [(HtOp.ADD, k, 1 + i, 0) for i, k in enumerate(full)]
     ops += [(HtOp.LOOKUP, k, 0, 1) for k in full] + [(HtOp.REMOVE, full[0], 0, 2),
-                                                      (HtOp.LEARN, full[2], 9, 3)]
+                                                      (HtOp.LEARN, full[2], 9, 3),
+                                                      (HtOp.ADD, full[4], 7, 4)]
     ops += random_ops(rng, cfg, 600, pool)
     model = HashTableModel(cfg)
     expected = [model.command(*op) for op in ops]
+    assert [r.status for r in expected[:5]] == [HtStatus.OK] * 4 + [HtStatus.FULL]
     got, state = run_rtl(cfg, ops, p_ready=p_ready, p_valid=1.0 if p_ready == 1.0 else 0.8)
     assert got == expected
     assert state["occ"] == model.occupancy

@@ -206,14 +206,14 @@ def test_classify_mutations():
 # ---- tables --------------------------------------------------------------------------------------
 
 def test_cnp_qp_table_api_and_no_wrong_qp():
-    cfg = HashTableConfig.cnp_qp(buckets=2, ways=2)
+    cfg = HashTableConfig.cnp_qp(buckets=4, ways=1)
     t, rng = CnpQpTable(cfg), random.Random(13)
-    same = [(ip, qp) for ip, qp in ((rng.getrandbits(32), rng.getrandbits(24))
-                                    for _ in range(400))
-            if cfg.bucket_of(cnp_qp_key(ip, qp)) == 0][:3]
+    pairs = [(rng.getrandbits(32), rng.getrandbits(24)) for _ in range(400)]
+    same = [p for p in pairs if cfg.buckets_of(cnp_qp_key(*p)) ==
+            cfg.buckets_of(cnp_qp_key(*pairs[0]))][:3]      # the same two candidate buckets
     assert t.add(*same[0], 0x111) == HtStatus.OK and t.add(*same[1], 0x222) == HtStatus.OK
     assert t.add(*same[0], 0x333) == HtStatus.DUPLICATE
-    assert t.add(*same[2], 0x444) == HtStatus.FULL                 # bucket 0 is full
+    assert t.add(*same[2], 0x444) == HtStatus.FULL                 # both candidates full
     assert t.lookup(*same[2]) is None and t.misses == 1            # never 0x111 / 0x222
     assert t.lookup(same[0][0], same[0][1] ^ 1) is None            # one bit away: a miss
     assert (t.lookup(*same[0]), t.lookup(*same[1])) == (0x111, 0x222)
@@ -223,15 +223,16 @@ def test_cnp_qp_table_api_and_no_wrong_qp():
 
 
 def test_flow_id_table_learn_refresh_full():
-    t = FlowIdTable(HashTableConfig.flow_id(buckets=2, ways=1))
+    cfg = HashTableConfig.flow_id(buckets=4, ways=1)
+    t = FlowIdTable(cfg)
     rng = random.Random(14)
-    flows = [random_flow(rng) for _ in range(40)]
-    a = next(f for f in flows if t.table.cfg.bucket_of(_key(f)) == 0)
-    b = next(f for f in flows if t.table.cfg.bucket_of(_key(f)) == 0 and f != a)
+    flows = [random_flow(rng) for _ in range(100)]
+    a, b, c = [f for f in flows if cfg.buckets_of(_key(f)) == cfg.buckets_of(_key(flows[0]))][:3]
     assert t.learn(a, FlowInfo(1, 2, 3)) == HtStatus.OK
     assert t.learn(a, FlowInfo(4, 5, 6)) == HtStatus.REFRESHED
-    assert t.learn(b, FlowInfo(7, 8, 9)) == HtStatus.FULL and t.full == 1
-    assert t.lookup(a) == FlowInfo(4, 5, 6) and t.lookup(b) is None and t.misses == 1
+    assert t.learn(b, FlowInfo(7, 8, 9)) == HtStatus.OK
+    assert t.learn(c, FlowInfo(7, 8, 9)) == HtStatus.FULL and t.full == 1
+    assert t.lookup(a) == FlowInfo(4, 5, 6) and t.lookup(c) is None and t.misses == 1
 
 
 def _key(f):

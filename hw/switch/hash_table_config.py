@@ -9,39 +9,101 @@ tables of L3QCN (``docs/l3qcn.md``):
 - :meth:`HashTableConfig.flow_id`: IPv4 5-tuple -> (source MAC, CN-TAG flow ID, VLAN ID), at the
   ingress ToR, for turning private CNMs into standard CNMs.
 
-Organisation: ``buckets`` buckets of ``ways`` entries; one block RAM per way, ``buckets`` deep,
-``1 + key_width + value_width`` bits wide (valid, full key, value).  A key lives in bucket
-``h(key)`` where ``h`` is an H3 hash (each index bit the parity of the key ANDed with a fixed
-mask, the masks drawn once from ``hash_seed``): a key is found by comparing the full stored keys
-of its bucket's ``ways`` entries, so a lookup never returns another key's value.
+Organisation: 2-left hashing.  The ``buckets`` buckets of ``ways`` entries are split into two
+halves (sides 0 and 1) of ``buckets / 2``; a key may live in bucket ``h0(key)`` of side 0 or
+``h1(key)`` of side 1.  Each hash is a CRC of the key: index = key(x) mod P(x) over GF(2),
+with P a primitive polynomial of degree ``index_width`` (one per side, chosen by ``hash_seed``);
+each index bit is the parity of the key ANDed with a fixed mask (an XOR tree).  Being a CRC,
+it maps any ``index_width`` consecutive key bits one to one, so keys that differ in one field
+(consecutive QPs, addresses or ports) spread evenly over the buckets, where a random linear
+(H3) hash loses a rank, and a bucket's share, about half the time.  A new key goes to the
+candidate bucket with more free ways (side 0 on a tie), in its lowest free way; it is refused
+(FULL) only when both candidates are full.  With 4 ways this first happens at ~69 % of the
+capacity for random keys (~25 % with a single hash; ``docs/l3qcn.md``).  One block RAM per
+(side, way), ``buckets / 2`` deep, ``1 + key_width + value_width`` bits wide (valid, full key,
+value): a key is found by comparing the full stored keys of its ``2 ways`` candidate entries,
+so a lookup never returns another key's value.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import random
 from dataclasses import dataclass
 from functools import lru_cache
 
 from ..params import ConfigError, check_int
 
-__all__ = ["HashTableConfig"]
+__all__ = ["HashTableConfig", "primitive_polynomials"]
+
+
+@lru_cache(maxsize=32)
+def primitive_polynomials(degree: int) -> tuple[int, ...]:
+    """Primitive polynomials over GF(2) of ``degree`` (bit i = coefficient of x^i), ascending:
+    those in which x has order 2**degree - 1."""
+    order = (1 << degree) - 1
+    factors, n, f = set(), order, 2
+    while f * f <= n:
+        while n % f == 0:
+            factors.add(f)
+            n //= f
+        f += 1
+    if n > 1:
+        factors.add(n)
+
+    def x_pow(e: int, poly: int) -> int:           # x**e mod poly
+        result, base = 1, 2 if degree > 1 else 1
+        while e:
+            if e & 1:
+                result = _mulmod(result, base, poly, degree)
+            base = _mulmod(base, base, poly, degree)
+            e >>= 1
+        return result
+
+    return tuple(p for p in range((1 << degree) | 1, 1 << (degree + 1), 2)
+                 if x_pow(order, p) == 1 and all(x_pow(order // q, p) != 1 for q in factors))
+
+
+def _mulmod(a: int, b: int, poly: int, degree: int) -> int:
+    r = 0
+    while b:
+        if b & 1:
+            r ^= a
+        b >>= 1
+        a <<= 1
+        if (a >> degree) & 1:
+            a ^= poly
+    return r
 
 
 @lru_cache(maxsize=64)
-def _h3_masks(seed: int, key_width: int, index_width: int) -> tuple[int, ...]:
-    rng = random.Random(seed)
-    return tuple(rng.getrandbits(key_width) for _ in range(index_width))
+def _crc_masks(seed: int, key_width: int, index_width: int) -> tuple[tuple[int, ...], ...]:
+    """Per side, per index bit: the key bits whose parity it is (column j = x^j mod P)."""
+    polys = primitive_polynomials(index_width)
+    sides = []
+    for side in (0, 1):
+        poly = polys[(seed + side) % len(polys)]
+        masks, col = [0] * index_width, 1
+        for j in range(key_width):
+            for i in range(index_width):
+                masks[i] |= ((col >> i) & 1) << j
+            col <<= 1
+            if (col >> index_width) & 1:
+                col ^= poly
+        sides.append(tuple(masks))
+    return tuple(sides)
 
 
 @dataclass(frozen=True)
 class HashTableConfig:
-    """``key_width``, ``value_width``: bits of a key and of its value.
+    """2-left bucketed hash table configuration.
+
+    ``key_width``, ``value_width``: bits of a key and of its value.
     ``tag_width``: bits of an opaque tag carried from a command to its result (>= 1).
-    ``buckets``: number of buckets, a power of two (2..65536).
+    ``buckets``: number of buckets, both sides together, a power of two (4..65536).
     ``ways``: entries per bucket (1..16); capacity ``buckets * ways``.
-    ``hash_seed``: seed of the H3 masks (the same seed gives the same hash in RTL and model).
+    ``hash_seed``: picks the two hashes' polynomials (side s: the primitive polynomials of
+    degree ``index_width``, ascending, at index ``(hash_seed + s) mod count``).
     ``counter_width``: bits of the saturating statistics counters."""
 
     key_width: int = 56
@@ -49,16 +111,16 @@ class HashTableConfig:
     tag_width: int = 1
     buckets: int = 256
     ways: int = 4
-    hash_seed: int = 0x13C9
+    hash_seed: int = 0
     counter_width: int = 32
 
     def __post_init__(self):
         check_int(self, "key_width", self.key_width, 1, 512)
         check_int(self, "value_width", self.value_width, 1, 512)
         check_int(self, "tag_width", self.tag_width, 1, 512)
-        check_int(self, "buckets", self.buckets, 2, 1 << 16)
-        if self.buckets & (self.buckets - 1):
-            raise ConfigError(self, "buckets", self.buckets, "a power of two 2..65536")
+        if (isinstance(self.buckets, bool) or not isinstance(self.buckets, int)
+                or not 4 <= self.buckets <= 1 << 16 or self.buckets & (self.buckets - 1)):
+            raise ConfigError(self, "buckets", self.buckets, "a power of two 4..65536")
         check_int(self, "ways", self.ways, 1, 16)
         check_int(self, "hash_seed", self.hash_seed, 0, (1 << 64) - 1)
         check_int(self, "counter_width", self.counter_width, 8, 64)
@@ -83,19 +145,27 @@ class HashTableConfig:
         return self.buckets * self.ways
 
     @property
+    def side_buckets(self) -> int:
+        """Buckets per side (the depth of each block RAM)."""
+        return self.buckets // 2
+
+    @property
     def index_width(self) -> int:
-        return (self.buckets - 1).bit_length()
+        return (self.side_buckets - 1).bit_length()
 
     @property
     def entry_width(self) -> int:
         return 1 + self.key_width + self.value_width
 
-    def hash_masks(self) -> tuple[int, ...]:
-        """H3 masks, one per index bit: bit i of the index is ``parity(key & masks[i])``."""
-        return _h3_masks(self.hash_seed, self.key_width, self.index_width)
+    def hash_masks(self, side: int) -> tuple[int, ...]:
+        """Masks of ``side``'s hash, one per index bit: bit i of the index is
+        ``parity(key & masks[i])``."""
+        return _crc_masks(self.hash_seed, self.key_width, self.index_width)[side]
 
-    def bucket_of(self, key: int) -> int:
-        return sum(((key & m).bit_count() & 1) << i for i, m in enumerate(self.hash_masks()))
+    def buckets_of(self, key: int) -> tuple[int, int]:
+        """The key's candidate bucket on side 0 and on side 1."""
+        return tuple(sum(((key & m).bit_count() & 1) << i
+                         for i, m in enumerate(self.hash_masks(side))) for side in (0, 1))
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)

@@ -97,7 +97,7 @@ class L3qcnCpConfig:
     cnp: CnpGenConfig = CnpGenConfig(l2="none")
     buckets: int = 256
     ways: int = 4
-    hash_seed: int = 0x13C9
+    hash_seed: int = 0
     counter_width: int = 32
 
     def __post_init__(self):
@@ -138,7 +138,7 @@ class L3qcnTorConfig:
     cnm_pcp: int = 6
     buckets: int = 256
     ways: int = 4
-    hash_seed: int = 0x5A17
+    hash_seed: int = 0
     counter_width: int = 32
 
     def __post_init__(self):

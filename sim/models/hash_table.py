@@ -4,9 +4,11 @@
 the order the RTL accepts them (the RTL pipelines them, one per clock, with the same outcome).
 Rules (``docs/l3qcn.md``, "Tables"):
 
-- the key's bucket is ``cfg.bucket_of(key)`` (H3 hash); a key is present when one valid way of
-  its bucket holds exactly that key (full-key compare: a miss never returns another key's value);
-- ADD: present -> DUPLICATE; else the lowest free way -> OK; none free -> FULL;
+- the key's candidate buckets are ``cfg.buckets_of(key)``: one per side (2-left, H3 hashes); a
+  key is present when one valid way of a candidate holds exactly that key (full-key compare: a
+  miss never returns another key's value);
+- ADD: present -> DUPLICATE; else OK, into the candidate with more free ways (side 0 on a
+  tie), lowest free way; both candidates full -> FULL;
 - LEARN: present -> value overwritten, REFRESHED; else as ADD;
 - REMOVE: present -> way invalidated, OK; else NOT_FOUND;
 - LOOKUP: present -> OK, else NOT_FOUND;
@@ -52,8 +54,8 @@ class HtCodec:
 class HashTableModel:
     def __init__(self, cfg: HashTableConfig):
         self.cfg = cfg
-        #: buckets[b][w] = (key, value) or None
-        self.buckets = [[None] * cfg.ways for _ in range(cfg.buckets)]
+        #: sides[s][b][w] = (key, value) or None
+        self.sides = [[[None] * cfg.ways for _ in range(cfg.side_buckets)] for _ in (0, 1)]
         self.occupancy = 0
         self.lookups = self.misses = self.full = 0
         self._cmax = (1 << cfg.counter_width) - 1
@@ -61,12 +63,19 @@ class HashTableModel:
     def _count(self, name: str) -> None:
         setattr(self, name, min(getattr(self, name) + 1, self._cmax))
 
+    def candidates(self, key: int) -> list[list]:
+        return [self.sides[s][b] for s, b in enumerate(self.cfg.buckets_of(key))]
+
     def find(self, key: int) -> tuple[list, int | None]:
-        bucket = self.buckets[self.cfg.bucket_of(key)]
-        for w, entry in enumerate(bucket):
-            if entry is not None and entry[0] == key:
-                return bucket, w
-        return bucket, None
+        """The candidate bucket holding ``key`` and its way; else the bucket a new key would go
+        to (more free ways, side 0 on a tie) and None."""
+        cands = self.candidates(key)
+        for bucket in cands:
+            for w, entry in enumerate(bucket):
+                if entry is not None and entry[0] == key:
+                    return bucket, w
+        left, right = cands
+        return (left if left.count(None) >= right.count(None) else right), None
 
     def command(self, op: HtOp, key: int, value: int = 0, tag: int = 0) -> HtResult:
         bucket, way = self.find(key)
