@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from hw.layouts import Ecn
 from hw.nic.dcqcn_config import PROFILES as DCQCN_PROFILES
 from hw.nic.dcqcn_config import DcqcnRpConfig
+from hw.nic.ldcp_window_config import ONE as CW_ONE
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.nic.rate_limiter_config import CREDIT_FRAC, RateLimiterConfig
 from hw.params import check_choice, check_int, check_real
@@ -212,6 +213,10 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
             self.finished = True
             return
         self._pump()
+
+
+    def window_packets(self) -> float:
+        return float(self.engine.cwnd)
 
 
 class DctcpReceiverEndpoint(_Endpoint):
@@ -594,6 +599,7 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         self.retx_bytes = 0
         self.waiting = False
         self.rtos = 0
+        self.below_one = False
 
     def start(self) -> None:
         self.model.start_message(self._cycle(), self.length)
@@ -638,12 +644,22 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         self.waiting = False
         self._pump()
 
+    def window_packets(self) -> float:
+        """The window engine's ``cw`` in packets (sampled for tracked flows)."""
+        return self.model.cw / CW_ONE
+
+    def on_control_cw(self) -> None:
+        if not self.below_one and self.model.cw < CW_ONE:
+            self.below_one = True
+            self.net.counters["flows_below_one_packet"] += 1
+
     def on_control(self, pkt: Packet) -> None:
         from sim.models.ldcp_transport import TAck
         if pkt.kind not in (ACK, NAK):
             return
         self.model.on_ack(self._cycle(), TAck(pkt.seq, pkt.ece, pkt.count, pkt.kind == NAK))
         self._pump()
+        self.on_control_cw()
 
 
 class LdcpReceiverEndpoint(_Endpoint, _CycleClock):

@@ -137,6 +137,7 @@ class RunResult:
     port_rate_bps: dict[str, int]
     counters: dict[str, int]
     pause_series: dict[str, list[int]] = field(default_factory=dict)
+    window_series: dict[int, list[float]] = field(default_factory=dict)   # packets (windowed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -459,6 +460,7 @@ class Network:
         self.queue_series: dict[str, list[int]] = {}
         self.pause_series: dict[str, list[int]] = {}
         self.flow_series: dict[int, list[int]] = {}
+        self.window_series: dict[int, list[float]] = {}
 
     # -- building --------------------------------------------------------------------------------
     def add_host(self, name: str | None = None) -> Host:
@@ -570,6 +572,8 @@ class Network:
         self.sim.at(spec.start_ps, sender.start)
         if spec.track or spec.size_bytes is None:
             self.flow_series[spec.flow_id] = []
+            if hasattr(sender, "window_packets"):
+                self.window_series[spec.flow_id] = []
 
     # -- running -----------------------------------------------------------------------------------
     def _sample(self) -> None:
@@ -577,10 +581,18 @@ class Network:
             self.queue_series[p.name].append(p.owner.marker.queue(p.index, PRIO_DATA))
             self.pause_series[p.name].append(int(p.data_paused()))
         for fid, series in self.flow_series.items():
-            series.append(self._receiver(fid).delivered_bytes)
+            series.append(self.receiver(fid).delivered_bytes)
+        for fid, series in self.window_series.items():
+            series.append(self.sender(fid).window_packets())
         self.sim.after(self.sample_ps, self._sample)
 
-    def _receiver(self, fid: int):
+    def sender(self, fid: int):
+        """The sender endpoint of flow ``fid``."""
+        spec = self.flows_by_id[fid]
+        return self.hosts[spec.src].senders[fid]
+
+    def receiver(self, fid: int):
+        """The receiver endpoint of flow ``fid``."""
         spec = self.flows_by_id[fid]
         return self.hosts[spec.dst].receivers[fid]
 
@@ -649,7 +661,8 @@ class Network:
         counters = dict(self.counters)
         counters.setdefault("marks", 0)
         for k in ("drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
-                  "timeouts", "retransmitted_packets", "watchdog_trips", "cnps_by_switch"):
+                  "timeouts", "retransmitted_packets", "watchdog_trips", "cnps_by_switch",
+                  "flows_below_one_packet"):
             counters.setdefault(k, 0)
         ports = [p for n in self.nodes for p in n.ports]
         counters["paused_ps"] = sum(p.paused_total(now) for p in ports)
@@ -660,4 +673,5 @@ class Network:
             queue_series=self.queue_series, flow_series=self.flow_series,
             port_tx_bytes={p.name: p.tx_bytes for p in switch_ports},
             port_rate_bps={p.name: p.rate_bps for p in switch_ports},
-            counters=counters, pause_series=self.pause_series)
+            counters=counters, pause_series=self.pause_series,
+            window_series=self.window_series)
