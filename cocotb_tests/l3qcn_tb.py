@@ -81,6 +81,17 @@ class PacketTB(TBBase):
         return {n: int(getattr(self.dut, n).value) for n in names}
 
 
+async def start_tb(dut, tb_class):
+    """The top's configuration (``CC_TOP``) and a started testbench with 30 % idle cycles and
+    30 % back-pressure, seeded by ``CC_SEED`` or ``CC_DEFAULT_SEED``."""
+    cfg = TOPS[os.environ["CC_TOP"]].config
+    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
+    prng = random.Random(seed + 1)
+    tb = tb_class(dut, cfg, seed, Pattern.random(0.7, prng), Pattern.random(0.7, prng))
+    await tb.start()
+    return cfg, tb
+
+
 # ================================================================================================
 # Congestion point
 # ================================================================================================
@@ -164,11 +175,7 @@ def cp_frames(tb: CpTB, flows, n):
 
 @cocotb.test()
 async def cp_random_frames(dut):
-    cfg = TOPS[os.environ["CC_TOP"]].config
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
-    prng = random.Random(seed + 1)
-    tb = CpTB(dut, cfg, seed, Pattern.random(0.7, prng), Pattern.random(0.7, prng))
-    await tb.start()
+    cfg, tb = await start_tb(dut, CpTB)
     rng = tb.rng
     flows = [(rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(24), rng.getrandbits(16),
               rng.choice((6, 17))) for _ in range(300)]
@@ -250,11 +257,7 @@ class TorTB(PacketTB):
 
 @cocotb.test()
 async def tor_random_packets(dut):
-    cfg = TOPS[os.environ["CC_TOP"]].config
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
-    prng = random.Random(seed + 1)
-    tb = TorTB(dut, cfg, seed, Pattern.random(0.7, prng), Pattern.random(0.7, prng))
-    await tb.start()
+    cfg, tb = await start_tb(dut, TorTB)
     rng = tb.rng
     capacity = cfg.table_config().capacity
     flows = [random_flow(rng) for _ in range(capacity * 3 // 2)]     # more than fit
