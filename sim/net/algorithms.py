@@ -525,7 +525,13 @@ class LdcpParams:
     (``base_rtt_ns``), fast start's initial window ``iw`` (0: the BDP from the NIC's line rate),
     the retransmission timeout (0: 8 base RTTs); switch marking: the WRED ramp
     ``kmin/kmax/pmax`` for ECN-capable packets and the Not-ECT drop threshold ``k_bytes`` (fast
-    start's packets).  Defaults: a 100 Gb/s fabric with ~10 us RTT and 1 KB packets."""
+    start's packets).  Defaults: a 100 Gb/s fabric with ~10 us RTT and 1 KB packets.
+
+    ``k_bytes`` defaults to ``kmax_bytes``: a fast-start packet is dropped exactly when the queue
+    is past the ramp, where every ECN-capable packet is marked anyway.  A K below the standing
+    queue that PAWA settles at (the ramp's fixed point, ~100-130 KB for 2-16 flows here) drops
+    every fast-start packet of every new flow: ``docs/results.md`` (reproduction 5) measures
+    the web-search p99 slowdown at 95 with K = 40 KB and 3.4 with K = 200 KB."""
 
     alpha: float = 1.0
     beta: float = 0.5
@@ -538,7 +544,7 @@ class LdcpParams:
     kmin_bytes: int = 20_000
     kmax_bytes: int = 200_000
     pmax: float = 0.2
-    k_bytes: int = 40_000
+    k_bytes: int = 200_000
 
     def __post_init__(self):
         check_int(self, "base_rtt_ns", self.base_rtt_ns, 4, 10**8)
