@@ -13,7 +13,7 @@ from cocotb_tests.infra.build import build_top, run_cocotb
 from gateware.tops import TOPS
 
 TB = "cocotb_tests.ldcp_transport_tb"
-EVENTS = os.environ.get("CC_LDCP_EVENTS", "20000")
+EVENTS = os.environ.get("CC_LDCP_EVENTS", "4000")
 
 
 def build(name: str):

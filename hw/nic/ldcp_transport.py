@@ -119,13 +119,20 @@ class LdcpSender(wiring.Component):
         st = self.state                      # the state registers are the output port
         m.d.comb += [self.cw.eq(eng.cw), self.tick.eq(eng.tick), self.busy.eq(eng.busy)]
 
+        # derived registers, kept equal to functions of the state so that no carry chain
+        # follows another on the packet path: nxt + mtu, "the packet at nxt is the last", and
+        # RTO - 1
+        nxt_mtu = Signal(W, init=mtu)   # (wraps only where is_last holds and it is unused)
+        is_last = Signal(init=1)
+        rto_m1 = Signal(RTO_WIDTH, init=(reset.rto - 1) & ((1 << RTO_WIDTH) - 1))
+
         # ---- the offered packet ------------------------------------------------------------
         fast = st.stage == LdcpTxStage.FAST
         inflight = self.inflight
         m.d.comb += inflight.eq(st.nxt - st.una)
-        remaining = (st.msg_len - st.nxt)[:W]
-        is_last = remaining <= mtu
-        length = Mux(is_last, remaining, mtu)[:cfg.len_width]
+        LW = cfg.len_width
+        length = Mux(is_last, (st.msg_len[:LW] - st.nxt[:LW])[:LW], mtu)
+        sent_len = Mux(is_last, st.msg_len, nxt_mtu)           # nxt + length
         retx = st.nxt < st.snd_max
         if W > INFLIGHT_WIDTH:         # saturate: the gate's window is below 2**32 bytes
             m.d.comb += eng.inflight.eq(Mux(inflight[INFLIGHT_WIDTH:] != 0,
@@ -161,15 +168,17 @@ class LdcpSender(wiring.Component):
         bad = ack_t & st.active & ~in_range
         progress = valid & (a.lsn > st.una)
         una_new = Mux(progress, a.lsn, st.una)
+        # comparisons with una_new, as parallel comparisons with both candidates
+        una_new_ge_iw = Mux(progress, a.lsn >= iw_bytes, st.una >= iw_bytes)
+        una_new_done = Mux(progress, a.lsn == st.msg_len, st.una == st.msg_len)
         fs_sum = st.fs_acked + a.n
         fs_new = Mux(fs_sum[IW_WIDTH:] != 0, (1 << IW_WIDTH) - 1, fs_sum)[:IW_WIDTH]
         counting = st.active & ~st.load_pending & (st.una < st.nxt)
-        rto_hit = counting & ~progress & (st.rto_cnt == (rto - 1)[:RTO_WIDTH])
+        rto_hit = counting & ~progress & (st.rto_cnt == rto_m1)
         exit1_nak = valid & fast & a.nak
-        exit2 = valid & fast & ~a.nak & (una_new >= iw_bytes)
+        exit2 = valid & fast & ~a.nak & una_new_ge_iw
         exit1 = exit1_nak | (rto_hit & fast & ~exit2)
         goback = (valid & a.nak) | rto_hit
-        sent_len = (st.nxt + length)[:W]
 
         # ---- the window engine: ACKs of the stable stage, sent packets, window loads ---------
         load_value = Signal(CW_WIDTH)
@@ -206,21 +215,43 @@ class LdcpSender(wiring.Component):
         with m.If(rto_hit & ~fast):
             m.d.sync += [st.load_pending.eq(1), st.load_kind.eq(LdcpTxLoad.MIN1)]
         m.d.sync += st.una.eq(una_new)
-        nxt_sent = Mux(pkt_t, sent_len, st.nxt)
-        # a late ACK (for packets sent before a go-back-N) may pass nxt: skip the bytes
-        m.d.sync += st.nxt.eq(Mux(goback | (nxt_sent < una_new), una_new, nxt_sent))
+        # nxt: go back, or advance past a sent packet; a late ACK (for packets sent before a
+        # go-back-N) may pass it: skip those bytes.  (nxt >= una always, so "nxt' < una_new"
+        # needs progress and is compared with the ACK's LSN directly.)
+        passed = progress & Mux(pkt_t, sent_len < a.lsn, st.nxt < a.lsn)
+        # the next nxt is one of four candidates; each one's "+ mtu" and "is the last" are
+        # computed in parallel from registers and inputs, then selected with it
+        back_to = goback | passed
+        msg = st.msg_len
+        cand_una = [una_new, Mux(progress, a.lsn + mtu, st.una + mtu),
+                    Mux(progress, a.lsn + mtu >= msg, st.una + mtu >= msg)]
+        cand_sent = [sent_len, Mux(is_last, msg + mtu, nxt_mtu + mtu),
+                     is_last | (nxt_mtu + mtu >= msg)]
+        cand_same = [st.nxt, nxt_mtu, is_last]
+        cand_start = [0, mtu, mtu >= self.start.payload.length]
+
+        def take(cand):
+            m.d.sync += [st.nxt.eq(cand[0]), nxt_mtu.eq(cand[1]), is_last.eq(cand[2])]
+        with m.If(start_t):
+            take(cand_start)
+        with m.Elif(back_to):
+            take(cand_una)
+        with m.Elif(pkt_t):
+            take(cand_sent)
+        with m.Else():
+            take(cand_same)
         with m.If(pkt_t & ~retx):
             m.d.sync += [st.snd_max.eq(sent_len),
                          st.new_cnt.eq(Mux(st.new_cnt == (1 << IW_WIDTH) - 1, st.new_cnt,
                                            st.new_cnt + 1))]
         m.d.sync += st.rto_cnt.eq(Mux(~counting | progress | rto_hit, 0, st.rto_cnt + 1))
-        with m.If(st.active & (una_new == st.msg_len)):
+        with m.If(st.active & una_new_done):
             m.d.sync += [st.active.eq(0), st.done.eq(1), st.rto_cnt.eq(0)]
         with m.If(start_t):
             n = self.start.payload.length
             m.d.sync += [st.active.eq(n != 0), st.done.eq(n == 0),
                          st.stage.eq(LdcpTxStage.FAST), st.first_ack.eq(0), st.msg_len.eq(n),
-                         st.nxt.eq(0), st.una.eq(0), st.snd_max.eq(0), st.new_cnt.eq(0),
+                         st.una.eq(0), st.snd_max.eq(0), st.new_cnt.eq(0),
                          st.fs_acked.eq(0), st.rto_cnt.eq(0)]
 
         # ---- register writes (between messages) ------------------------------------------------
@@ -230,7 +261,7 @@ class LdcpSender(wiring.Component):
         with m.If(csr_t & (wa == LdcpTransportReg.CW_BDP)):
             m.d.sync += cw_bdp.eq(wd)
         with m.If(csr_t & (wa == LdcpTransportReg.RTO)):
-            m.d.sync += rto.eq(wd)
+            m.d.sync += [rto.eq(wd), rto_m1.eq(wd - 1)]
         return m
 
 
