@@ -41,10 +41,13 @@ from .qcn_cp import QcnCp
 __all__ = ["PrivateCnmGen", "L3qcnCp", "L3qcnTor", "ones_sum"]
 
 
-def ones_sum(words: list[Value]) -> Value:
+def ones_sum(words: list[Value], bound: int | None = None) -> Value:
     """One's complement sum (RFC 1071) of 16-bit values, folded to 16 bits: end-around carries
-    are added back until the value provably fits (the bound is tracked per fold)."""
-    total, bound = sum(words), 0xFFFF * len(words)
+    are added back until the value provably fits (the bound is tracked per fold).  ``bound``:
+    the largest possible plain sum, when ``words`` are themselves plain sums of 16-bit words
+    (default ``0xFFFF * len(words)``)."""
+    total = sum(words)
+    bound = 0xFFFF * len(words) if bound is None else bound
     while bound > 0xFFFF:
         hi = bound >> 16
         total = total[:16] + total[16:]
@@ -81,10 +84,11 @@ class PrivateCnmGen(wiring.Component):
 
     Latency and throughput
     ----------------------
-    Request accepted -> registered; next edge: IPv4 and UDP checksums registered; next edge:
-    the packet is loaded, its first beat valid 3 edges after the request.  Then one beat per
-    clock; the next request is accepted once the last beat has left (ceil(bytes / data_bytes)
-    + 3 cycles per packet: 13 at the defaults).
+    Request accepted -> registered; next edge: plain sums of the checksummed words (IPv4
+    header; UDP pseudo-header and datagram in two halves); next edge: the folded checksums;
+    next edge: the packet is loaded, its first beat valid 4 edges after the request.  Then one
+    beat per clock; the next request is accepted once the last beat has left
+    (ceil(bytes / data_bytes) + 4 cycles per packet: 14 at the defaults).
     """
 
     def __init__(self, config: PrivateCnmConfig):
@@ -120,28 +124,36 @@ class PrivateCnmGen(wiring.Component):
         cfg = self.config
 
         req = Signal(private_cnm_request_layout(cfg))
-        stage = Signal(2)              # 0 idle, 1 request held, 2 checksums ready
+        stage = Signal(2)              # 0 idle, 1 request held, 2 partial sums, 3 checksums
         ip_cksum, udp_cksum = Signal(16), Signal(16)
 
-        load = stage == 2
+        load = stage == 3
         idle = shift_out(m, self.packet, cfg.data_bytes, cfg.packet_bytes, load,
                          Cat(*self._bytes(req, ip_cksum, udp_cksum)), cfg.packet_bytes)
         m.d.comb += self.request.ready.eq((stage == 0) & idle)
         with m.If(self.request.valid & self.request.ready):
             m.d.sync += [req.eq(self.request.payload), stage.eq(1)]
 
-        # ---- stage 1: checksums of the held request ----------------------------------------------
+        # ---- stage 1: plain sums of the checksummed words, the UDP ones in two halves ---------
         zero_ck = self._bytes(req, Const(0, 16), Const(0, 16))
-        ip_sum = ones_sum(_words(zero_ck[:20]))
         pseudo = _words(be_bytes(Cat(Const(cfg.udp_length, 16), Const(17, 16),
                                      req.src_ip, Const(cfg.cp_ip, 32)), 12))
-        udp_sum = ones_sum(pseudo + _words(zero_ck[20:]))
-        udp_ck = ~udp_sum
+        udp_words = pseudo + _words(zero_ck[20:])
+        groups = [_words(zero_ck[:20]), udp_words[:len(udp_words) // 2],
+                  udp_words[len(udp_words) // 2:]]
+        bounds = [0xFFFF * len(g) for g in groups]
+        partial = [Signal(range(b + 1), name=f"partial{i}") for i, b in enumerate(bounds)]
         with m.If(stage == 1):
-            m.d.sync += [ip_cksum.eq(~ip_sum), udp_cksum.eq(Mux(udp_ck == 0, 0xFFFF, udp_ck)),
-                         stage.eq(2)]
+            m.d.sync += [p.eq(sum(g)) for p, g in zip(partial, groups, strict=True)]
+            m.d.sync += stage.eq(2)
 
-        # ---- stage 2: load the packet ------------------------------------------------------------
+        # ---- stage 2: end-around carries, complements ----------------------------------------
+        udp_ck = ~ones_sum(partial[1:], bounds[1] + bounds[2])
+        with m.If(stage == 2):
+            m.d.sync += [ip_cksum.eq(~ones_sum(partial[:1], bounds[0])),
+                         udp_cksum.eq(Mux(udp_ck == 0, 0xFFFF, udp_ck)), stage.eq(3)]
+
+        # ---- stage 3: load the packet ----------------------------------------------------------
         with m.If(load):
             m.d.sync += stage.eq(0)
         return m
@@ -191,7 +203,7 @@ class L3qcnCp(wiring.Component):
     ----------------------
     One frame per clock except while a sample is in flight (the QCN CP's 4 bubbles, then the
     table lookup (2 cycles) and the hand-over to the generator).  The path back-pressures
-    rather than drops: a CNP takes 18 cycles, a private CNM 13 at the defaults, while samples
+    rather than drops: a CNP takes 18 cycles, a private CNM 14 at the defaults, while samples
     are at least ``min(sample_lo)`` bytes (16102 B at the defaults, hundreds of frames) apart.
     """
 
