@@ -209,6 +209,34 @@ def test_fast_equals_cycle_model_random():
     assert min(seen.values()) > 50, "a behaviour the comparison must cover did not happen"
 
 
+@pytest.mark.parametrize("cw_max", [4.0, 64.0])
+def test_ack_floods_around_the_wakeup_search_limit(cw_max):
+    """``n`` ACKs queued in one cycle keep the sender busy about ``n`` edges: ``next_wakeup``
+    gives up after 64 (the cycle model's answer then is the cycle after them).  Floods of 44..63
+    ACKs at every phase of an update in flight, with the window at its cap (the last update
+    commits an unchanged window, so the state is quiet right after the commit) and below it."""
+    w = LdcpWindowConfig(m=1, mtu=256, rtt_us=0.4, cw_max=cw_max, cw_init=min(4.0, cw_max))
+    cfg = LdcpTransportConfig(window=w, iw=2, bdp=4.0, rto_us=2.0)
+    for n in range(44, 64, 1 if cw_max < 8 else 4):
+        for phase in range(13):
+            tx = Twin(LdcpSender(cfg), FastLdcpSender(cfg), tx_view)
+            tx("start_message", 0, 40 * 256)
+            for c in range(3):
+                tx("release", c)
+            tx("on_ack", 100, TAck(512, False, 1))
+            for c in range(101, 140):
+                tx("release", c)
+            assert tx.ref.s.nxt == 512 + 4 * 256      # stable, window 4 packets, all sent
+            tx("on_ack", 200, TAck(512, False, 1))    # duplicates: the window stays full
+            for _ in range(n):
+                tx("on_ack", 200 + phase, TAck(512, False, 1))
+            tx("next_wakeup")
+            for c in (266, 300):
+                tx("advance", c)
+                tx("next_wakeup")
+                tx("release", c)
+
+
 def test_receiver_rejects_and_counts_like_cycle_model():
     cfg = LdcpTransportConfig(window=LdcpWindowConfig(m=4, mtu=256, rtt_us=0.4))
     rx = Twin(LdcpReceiver(cfg), FastLdcpReceiver(cfg), rx_view)

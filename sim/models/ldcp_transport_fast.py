@@ -139,7 +139,8 @@ class FastLdcpSender:
         self._spec = self._wk = None
 
     def on_ack(self, cycle: int, ack: TAck) -> None:
-        self.advance(cycle)
+        if cycle != self.cycle:
+            self.advance(cycle)
         if self._ack_i == len(self._acks):
             self._acks, self._ack_i = [ack], 0
         else:
@@ -147,7 +148,8 @@ class FastLdcpSender:
         self._spec = self._wk = None
 
     def release(self, cycle: int) -> TxPacket | None:
-        self.advance(cycle)
+        if cycle != self.cycle:
+            self.advance(cycle)
         if self._taken_at == self.cycle:
             return None
         pkt = self._offer()
@@ -174,8 +176,14 @@ class FastLdcpSender:
     def next_wakeup(self) -> int | None:
         if self._taken_at != self.cycle and self._can_send():
             return self.cycle
-        if self._wk is not None and self._wk[0] == self.cycle:
-            return self._wk[1]
+        cycle = self.cycle
+        wk = self._wk
+        if wk is not None and wk[0] == cycle:
+            return wk[1]
+        if self._quiet():
+            result = self._timer_wakeup()
+            self._wk = (cycle, result)
+            return result
         saved = self.__dict__.copy()
         was_done = self.done
         result = None
@@ -184,12 +192,17 @@ class FastLdcpSender:
             if i >= _SEARCH:
                 result = self.cycle + 1     # the cycle model's "still busy" answer
                 break
-            if self._quiet():
+            if i and self._quiet():
                 result = self._timer_wakeup()
                 break
             k = self._idle_edges()
             if k:
-                k = min(k, _SEARCH - i)
+                if i + k >= _SEARCH:
+                    k = _SEARCH - i
+                    if self.e_busy and k > self.e_busy:
+                        # the window may come out of the commit unchanged (or with the same
+                        # gate), making the state quiet inside the stretch: find that edge
+                        k = self.e_busy
                 self._jump(k)
                 i += k
             else:
@@ -203,7 +216,7 @@ class FastLdcpSender:
         self.__dict__ = saved
         if future["cycle"] > saved["cycle"]:
             self._spec = future
-        self._wk = (self.cycle, result)
+        self._wk = (cycle, result)
         return result
 
     # ------------------------------------------------------------------ the offered packet --
