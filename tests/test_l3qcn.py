@@ -9,10 +9,11 @@ import random
 import struct
 
 import pytest
+from amaranth.sim import Simulator
 from scapy.layers.inet import IP, UDP
 from scapy.packet import Raw
 
-from hw.layouts import HtStatus, LayoutCodec, private_cnm_request_layout
+from hw.layouts import HtStatus, LayoutCodec, byte_beat_layout, private_cnm_request_layout
 from hw.params import ConfigError
 from hw.switch.hash_table_config import HashTableConfig
 from hw.switch.l3qcn import PrivateCnmGen
@@ -331,3 +332,82 @@ def test_private_gen_rtl_matches_model(cfg):
     rng = random.Random(17)
     reqs = [GOLDEN_REQ] + [random_private_request(rng) for _ in range(30)]
     assert run_private_gen(cfg, reqs) == [build_private_cnm(cfg, r) for r in reqs]
+
+
+# ---- RTL of the ToR converter, small configurations (Amaranth simulation) ----------------------
+
+def run_tor_rtl(cfg, learns, packets):
+    """Learns first, then packets, one at a time; returns the CNM frames and the counters."""
+    from hw.layouts import tor_learn_layout
+    from hw.switch.l3qcn import L3qcnTor
+    from sim.models.cnp import frame_beats
+    from sim.models.l3qcn import five_tuple_key, flow_info_value
+
+    dut = L3qcnTor(cfg)
+    learn = LayoutCodec(tor_learn_layout())
+    beat = byte_beat_layout(cfg.private.data_bytes)
+    frames, partial, done = [], [b""], [False]
+
+    async def sender(ctx):
+        for flow, info in learns:
+            ctx.set(dut.learn.payload.as_value(), learn.pack(
+                {"flow": five_tuple_key(flow), "info": flow_info_value(info)}))
+            ctx.set(dut.learn.valid, 1)
+            await ctx.tick().until(dut.learn.ready)
+        ctx.set(dut.learn.valid, 0)
+        for pkt in packets:
+            for b in frame_beats(cfg.private, pkt):
+                ctx.set(dut.packet.payload.as_value(), b)
+                ctx.set(dut.packet.valid, 1)
+                await ctx.tick().until(dut.packet.ready)
+        ctx.set(dut.packet.valid, 0)
+        await ctx.tick().repeat(40)
+        done[0] = True
+
+    async def receiver(ctx):
+        rng = random.Random(5)
+        while not done[0]:
+            ctx.set(dut.cnm.ready, rng.random() < 0.7)
+            *_, payload, valid, ready = await ctx.tick().sample(
+                dut.cnm.payload, dut.cnm.valid, dut.cnm.ready)
+            if valid and ready:
+                v = beat.from_bits(payload.as_value().value)
+                partial[0] += int(v.data).to_bytes(cfg.private.data_bytes, "little")[
+                    :int(v.keep).bit_length()]
+                if v.last:
+                    frames.append(partial[0])
+                    partial[0] = b""
+        counters.update({n: ctx.get(getattr(dut, n)) for n in
+                         ("cnms", "other", "malformed", "misses", "full", "occupancy")})
+
+    counters = {}
+    sim = Simulator(dut)
+    sim.add_clock(4e-9)
+    sim.add_testbench(sender)
+    sim.add_testbench(receiver)
+    sim.run()
+    return frames, counters
+
+
+@pytest.mark.parametrize("private", [PrivateCnmConfig(sample_bytes=0, data_bytes=4),
+                                     PrivateCnmConfig(sample_bytes=64, data_bytes=16,
+                                                      udp_port=65535)])
+def test_tor_rtl_small_configs(private):
+    cfg = L3qcnTorConfig(private=private, buckets=4, ways=1)
+    rng, model = random.Random(18), TorModel(cfg)
+    flows = [random_flow(rng) for _ in range(8)]
+    learns = [(f, FlowInfo(rng.getrandbits(48), rng.getrandbits(16), rng.getrandbits(12)))
+              for f in flows[:6]]
+    for f, i in learns:
+        model.learn(f, i)
+    packets = []
+    for _ in range(12):
+        pkt = build_private_cnm(private, random_private_request(rng, rng.choice(flows)))
+        packets.append(pkt)
+        packets.append(rng.choice(mutations(private, pkt, rng))[1])
+    expected = [c for c in (model.receive(p) for p in packets) if c is not None]
+    frames, counters = run_tor_rtl(cfg, learns, packets)
+    assert frames == expected and len(expected) >= 3 and model.full > 0 and model.misses > 0
+    assert counters == {"cnms": model.cnms, "other": model.other,
+                        "malformed": model.malformed, "misses": model.misses,
+                        "full": model.full, "occupancy": model.flows.table.occupancy}
