@@ -34,7 +34,7 @@ from hw.nic.ldcp_transport_config import RTO_WIDTH, SETTLE_CYCLES, LdcpTransport
 from hw.nic.ldcp_window_config import FRAC_BITS, ONE, UPDATE_LATENCY
 from hw.params import ConfigError
 
-from .ldcp_transport import Deliver, RxPacket, RxState, TAck, TxPacket, TxStats
+from .ldcp_transport import Deliver, LdcpReceiver, RxPacket, RxState, TAck, TxPacket, TxStats
 from .ldcp_window import update
 
 __all__ = ["FastLdcpSender", "FastLdcpReceiver"]
@@ -512,27 +512,25 @@ class FastLdcpSender:
         return min(cands) if cands else None
 
 
-class FastLdcpReceiver:
+class FastLdcpReceiver(LdcpReceiver):
     """Drop-in for :class:`sim.models.ldcp_transport.LdcpReceiver`: the same rules
-    (:func:`sim.models.ldcp_transport.rx_core`) over plain integers."""
+    (:func:`sim.models.ldcp_transport.rx_core`) over plain integers instead of a new
+    ``RxState`` per packet (``s`` builds one on demand)."""
 
     def __init__(self, cfg: LdcpTransportConfig):
-        self.cfg = cfg
-        self.ack_delay = cfg.registers().ack_delay
         self.m = cfg.window.m
         self.mtu = cfg.window.mtu
         self.max_message = cfg.max_message
-        self.clear()
+        super().__init__(cfg)
 
-    def clear(self) -> None:
-        self.expected = 0
-        self.pending = 0
-        self.nak_sent = False
-        self.deadline: int | None = None
-        self.delivered: list[Deliver] = []
-        self.malformed = 0
-        self.duplicates = 0
-        self.out_of_order = 0
+    @property
+    def s(self) -> RxState:
+        """The registers as the cycle model's ``RxState`` (``age`` is always 0 at event level)."""
+        return RxState(self.expected, self.pending, self.nak_sent)
+
+    @s.setter
+    def s(self, st: RxState) -> None:
+        self.expected, self.pending, self.nak_sent = st.expected, st.pending, st.nak_sent
 
     def receive(self, cycle: int, p: RxPacket) -> list[TAck]:
         acks = self.poll(cycle - 1) if cycle and self.deadline is not None else []
@@ -583,10 +581,3 @@ class FastLdcpReceiver:
         self.deadline = None
         return [ack]
 
-    def next_wakeup(self) -> int | None:
-        return self.deadline
-
-    @property
-    def s(self) -> RxState:
-        """The registers as the cycle model's ``RxState`` (``age`` is always 0 at event level)."""
-        return RxState(self.expected, self.pending, self.nak_sent)
