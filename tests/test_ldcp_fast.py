@@ -176,6 +176,7 @@ def run_flows(rng: random.Random, cfg: LdcpTransportConfig, messages: int,
                 tx("advance", now)
             elif kind == "wakeup":
                 tx("next_wakeup")
+        late = [(t, a) for t, _, k, a in heap if k == "ack"]
         heap.clear()
         if not (tx.ref.done and tx.ref._start is None):   # out of time: run on, then stop
             tx("advance", now + 2 * regs.rto + 100)
@@ -183,6 +184,14 @@ def run_flows(rng: random.Random, cfg: LdcpTransportConfig, messages: int,
             now = tx.ref.cycle
             if tx.ref.active or tx.ref._start is not None:
                 break
+        late += [(now + rng.randint(0, 9), TAck(rng.randint(0, length), rng.random() < 0.5,
+                                                rng.randint(0, 2), rng.random() < 0.2))
+                 for _ in range(rng.choice([0, 0, 1, 3]))]
+        for t, a in sorted(late, key=lambda x: x[0])[:3]:
+            now = max(now, t)             # ACKs of the finished message (ignored, inactive)
+            tx("on_ack", now, a)
+            tx("next_wakeup")
+            seen["late acks"] += 1
         now += rng.choice([0, 1, 5, 50])
     st = tx.ref.stats
     seen["rtos"] += st.rtos
