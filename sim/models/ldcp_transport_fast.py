@@ -141,8 +141,11 @@ class FastLdcpSender:
     def on_ack(self, cycle: int, ack: TAck) -> None:
         if cycle != self.cycle:
             self.advance(cycle)
-        if self._ack_i == len(self._acks):
+        i = self._ack_i
+        if i == len(self._acks):
             self._acks, self._ack_i = [ack], 0
+        elif i > 64:                  # (a new list: a kept future may still index the old one)
+            self._acks, self._ack_i = self._acks[i:] + [ack], 0
         else:
             self._acks.append(ack)
         self._spec = self._wk = None
