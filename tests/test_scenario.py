@@ -305,3 +305,15 @@ def test_core_rejection_is_reported_before_any_run(tmp_path, monkeypatch):
     assert built == ["dctcp", "ldcp"]
     assert str(e.value).startswith(f"{tmp_path / 't.toml'}: algo.ldcp: the core rejects")
     assert "MarkerConfig.k_min = 7" in str(e.value)
+
+
+def test_switch_for_overrides_one_algorithm_and_survives_an_algorithm_subset(monkeypatch):
+    monkeypatch.undo()                                    # the real core's algorithms
+    from sim.scenario import load
+    scn = load("pfc_spreading")
+    assert scn.switch_for("dcqcn").pfc.enabled and not scn.switch_for("ldcp").pfc.enabled
+    assert scn.switch_for("dctcp").pfc.xoff_bytes == scn.switch.pfc.xoff_bytes
+    only = load("default", algorithms=["ldcp"])          # [switch_for.dcqcn] still valid
+    assert only.algorithms == ("ldcp",) and not only.switch_for("ldcp").pfc.enabled
+    with pytest.raises(ScenarioError, match="switch_for.tcp"):
+        load("default", overrides={"switch_for.tcp.mtu": 1500})

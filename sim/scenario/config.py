@@ -196,7 +196,8 @@ def from_dict(raw: dict, source: str = "<scenario>", base_dir: Path | None = Non
     if not isinstance(switch_raw, dict):
         raise ScenarioError(source, "switch", switch_raw, "expected a table")
     switch = build(api.SwitchConfig, switch_raw, source, "switch")
-    switches = _switch_overrides(raw.get("switch_for", {}), switch_raw, algorithms, api, source)
+    switches = _switch_overrides(raw.get("switch_for", {}), switch_raw, tuple(api.ALGORITHMS),
+                                 api, source)
     params = _params(raw.get("algo", {}), api.ALGORITHMS, source)
     workloads, cdfs = _workloads(raw.get("workload", missing()), topology, settings, source,
                                  base_dir)
@@ -214,7 +215,8 @@ def _merge(base: dict, over: dict) -> dict:
 
 def _switch_overrides(table, switch_raw: dict, algorithms, api, source: str) -> dict:
     """``[switch_for.<algorithm>]``: keys of ``[switch]`` that differ for one algorithm (e.g.
-    PFC on for DCQCN, off for LDCP, in one side-by-side comparison)."""
+    PFC on for DCQCN, off for LDCP, in one side-by-side comparison).  Any registered algorithm
+    may be named (``--algo`` may run a subset of the file's algorithms)."""
     if not isinstance(table, dict):
         raise ScenarioError(source, "switch_for", table,
                             "expected a table of [switch_for.<algorithm>] tables")
@@ -222,7 +224,7 @@ def _switch_overrides(table, switch_raw: dict, algorithms, api, source: str) -> 
     for name, section in table.items():
         if name not in algorithms:
             raise ScenarioError(source, join("switch_for", name), section,
-                                f"not one of this scenario's algorithms: {', '.join(algorithms)}")
+                                f"unknown algorithm; known: {', '.join(algorithms)}")
         if not isinstance(section, dict):
             raise ScenarioError(source, join("switch_for", name), section, "expected a table")
         out[name] = build(api.SwitchConfig, _merge(switch_raw, section), source,
