@@ -10,7 +10,7 @@ import pytest
 
 from hw.params import ConfigError
 from sim.net.algorithms import DcqcnParams, DctcpParams, LdcpParams
-from sim.net.engine import PS_PER_US
+from sim.net.engine import PS_PER_S, PS_PER_US
 from sim.net.network import FlowSpec, Network, PfcConfig, SwitchConfig
 from sim.net.topology import dumbbell, leaf_spine
 
@@ -91,3 +91,25 @@ def test_bad_configuration_names_the_field():
     dumbbell(net, senders=2)
     with pytest.raises(ConfigError, match="dst"):
         net.add_flow(FlowSpec(0, 1, 99))
+
+
+def test_pfc_watchdog_breaks_a_stuck_pause():
+    # A port paused "forever" (a PAUSE with a 1 s pause time, as from a deadlocked neighbour):
+    # without the watchdog the flow stalls; with it, after `watchdog_checks` checks the port
+    # ignores PAUSE and the flow completes.
+    def run_with(checks):
+        pfc = PfcConfig(enabled=True, watchdog_checks=checks, watchdog_period_ps=10 * PS_PER_US,
+                        watchdog_recovery_ps=200 * PS_PER_US)
+        net = Network("dctcp", switch=SwitchConfig(pfc=pfc), sample_ps=10 * PS_PER_US)
+        topo = dumbbell(net, senders=1, rate_bps=G100, delay_ps=PS_PER_US)
+        rx = topo.groups["receivers"][0]
+        net.add_flow(FlowSpec(0, topo.groups["senders"][0], rx, size_bytes=500_000))
+        down = net.hosts[rx].nic.peer.ports[net.hosts[rx].nic.peer_port]
+        net.sim.at(5 * PS_PER_US, down.pause, PS_PER_S)
+        net.run(400 * PS_PER_US)
+        return net.result()
+
+    stuck, rescued = run_with(0), run_with(3)
+    assert stuck.counters["watchdog_trips"] == 0 and stuck.flows[0].finish_ps is None
+    assert rescued.counters["watchdog_trips"] >= 1
+    assert rescued.flows[0].delivered_bytes == 500_000
