@@ -69,6 +69,12 @@ def check_choice(obj, field: str, value, choices) -> None:
         raise ConfigError(_owner(obj), field, value, "one of " + ", ".join(map(repr, choices)))
 
 
+def check_bool(obj, field: str, value) -> None:
+    """Check that ``value`` is a bool (``1`` is not: :func:`check_choice` would accept it)."""
+    if not isinstance(value, bool):
+        raise ConfigError(_owner(obj), field, value, "one of False, True")
+
+
 def bits_for(max_value: int) -> int:
     """Smallest unsigned width that holds ``max_value`` (at least 1)."""
     return max(1, int(max_value).bit_length())

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from ..lfsr import LfsrParams
-from ..params import ConfigError, bits_for, check_int, check_real
+from ..params import ConfigError, bits_for, check_bool, check_int, check_real
 
 __all__ = ["QcnRpConfig", "QcnRpRegisters", "RATE_FRAC", "MDF_FRAC", "STAGE_MAX"]
 
@@ -88,8 +88,7 @@ class QcnRpConfig:
         check_int(self, "byte_width", self.byte_width, 8, 32)
         check_real(self, "jitter", self.jitter, 0.0, 0.5)
         check_int(self, "draw_bits", self.draw_bits, 1, 16)
-        if not isinstance(self.tr_guard, bool):
-            raise ConfigError(self, "tr_guard", self.tr_guard, "one of False, True")
+        check_bool(self, "tr_guard", self.tr_guard)
         if not isinstance(self.lfsr, LfsrParams):
             raise ConfigError(self, "lfsr", self.lfsr, "an LfsrParams")
         if self.lfsr.width < self.draw_bits:

@@ -23,7 +23,7 @@ from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.ldcp_window_config import ONE as CW_ONE
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.nic.rate_limiter_config import CREDIT_FRAC, RateLimiterConfig
-from hw.params import check_choice, check_int, check_real
+from hw.params import check_bool, check_choice, check_int, check_real
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import QcnCpConfig
 from sim.models import dcqcn as dcqcn_model
@@ -32,12 +32,6 @@ from sim.models.dctcp import DctcpConfig, DctcpReceiver, DctcpSender
 
 from .engine import PS_PER_NS
 from .packet import ACK, CNM, CNP, DATA, NAK, Packet, control
-
-
-def _check_bool(owner, name, value):
-    if not isinstance(value, bool):
-        from hw.params import ConfigError
-        raise ConfigError(owner, name, value, "one of False, True")
 
 
 @dataclass(frozen=True)
@@ -372,7 +366,7 @@ class DcqcnParams:
         check_int(self, "cnp_interval_ns", self.cnp_interval_ns, 0, 10**9)
         check_int(self, "ack_every", self.ack_every, 1, 1024)
         check_int(self, "rto_ns", self.rto_ns, 1000, 10**10)
-        _check_bool(self, "l3qcn", self.l3qcn)
+        check_bool(self, "l3qcn", self.l3qcn)
 
     def rp_config(self, line_rate_mbps: int) -> DcqcnRpConfig:
         cfg = DcqcnRpConfig.profile(self.profile)

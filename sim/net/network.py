@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hw.layouts import DropReason, Ecn, QueueOp
-from hw.params import ConfigError, check_choice, check_int
+from hw.params import ConfigError, check_bool, check_choice, check_int
 from sim.models.marker import Descriptor, MarkerModel
 from sim.models.qcn import CpFrame, CpModel
 
@@ -60,8 +60,7 @@ class PfcConfig:
     watchdog_recovery_ps: int = 1000 * PS_PER_US
 
     def __post_init__(self):
-        if not isinstance(self.enabled, bool):
-            raise ConfigError(self, "enabled", self.enabled, "one of False, True")
+        check_bool(self, "enabled", self.enabled)
         check_int(self, "xoff_bytes", self.xoff_bytes, 1)
         check_int(self, "xon_bytes", self.xon_bytes, 0, self.xoff_bytes, hi_name="xoff_bytes")
         check_int(self, "headroom_bytes", self.headroom_bytes, 0)
