@@ -29,7 +29,7 @@ from hw.params import ConfigError, check_bool, check_choice, check_int
 from sim.models.marker import Descriptor, MarkerModel
 from sim.models.qcn import CpFrame, CpModel
 
-from .engine import PS_PER_US, Simulator, serialization_ps
+from .engine import PS_PER_NS, PS_PER_US, Simulator, serialization_ps
 from .packet import CNM, CNP, DATA, PAUSE, PRIO_CONTROL, PRIO_DATA, PRIO_MAC, Packet, control
 
 # --------------------------------------------------------------------------------------------
@@ -182,8 +182,7 @@ class EgressPort:
             if d.marked:
                 self.owner.on_mark(self, pkt, ecn_in)
         self.queues[pkt.prio].append(pkt)
-        if not self.busy:
-            self._start()
+        self.kick()
         return True
 
     # -- transmission --------------------------------------------------------------------------
@@ -231,21 +230,26 @@ class EgressPort:
     def pause(self, pause_ps: int) -> None:
         """A PAUSE frame arrived for this port's data priority (0 = resume)."""
         now = self.sim.now
-        was = now < self.paused_until
-        self.paused_until = now + pause_ps
-        if pause_ps and not was:
+        self._close_expired_pause(now)
+        if pause_ps and self.pause_start is None:
             self.pause_start = now
+        self.paused_until = now + pause_ps
         if pause_ps:
-            self.sim.at(self.paused_until, self._pause_check)
+            self.sim.at(self.paused_until, self._pause_expiry)
         else:
-            self._pause_check()
+            self._pause_expiry()
 
-    def _pause_check(self) -> None:
-        now = self.sim.now
-        if now >= self.paused_until and self.pause_start is not None:
-            self.paused_ps += self.paused_until - self.pause_start if self.paused_until > \
-                self.pause_start else 0
+    def _close_expired_pause(self, now: int) -> None:
+        if self.pause_start is not None and now >= self.paused_until:
+            self.paused_ps += self.paused_until - self.pause_start
             self.pause_start = None
+
+    def _pause_expiry(self) -> None:
+        self._close_expired_pause(self.sim.now)
+        self.kick()
+
+    def kick(self) -> None:
+        """Start a transmission if the port is idle (after a pause ends or is ignored)."""
         if not self.busy:
             self._start()
 
@@ -270,16 +274,6 @@ class Node:
                           f"{self.name}.p{len(self.ports)}")
         self.ports.append(port)
         return port
-
-    # hooks the ports call (hosts: nothing to do)
-    def on_drop(self, port, pkt, reason) -> None:
-        pass
-
-    def on_mark(self, port, pkt, ecn_in) -> None:
-        pass
-
-    def release(self, pkt) -> None:
-        pkt.ingress = -1
 
 
 class Host(Node):
@@ -316,6 +310,7 @@ class Switch(Node):
         self.pfc = net.switch.pfc
         self.ingress_bytes: list[int] = []
         self.pause_sent: list[bool] = []
+        self.refresh_pending: list[bool] = []
         self.l3qcn_last: dict[int, int] = {}          # flow -> last switch-built CNP time
 
     # -- forwarding ----------------------------------------------------------------------------
@@ -346,13 +341,16 @@ class Switch(Node):
             return
         if self.ingress_bytes[in_port] > self.pfc.xoff_bytes and not self.pause_sent[in_port]:
             self.pause_sent[in_port] = True
-            self._send_pause(in_port)
+            self._pause_frame(in_port, self.pfc.pause_time_ps)
+            if not self.refresh_pending[in_port]:
+                self.refresh_pending[in_port] = True
+                self.sim.after(self.pfc.pause_time_ps // 2, self._refresh_pause, in_port)
 
     # -- hooks from the ports ----------------------------------------------------------------------
     def on_drop(self, port, pkt, reason) -> None:
         self.net.counters["drops_not_ect_at_k" if reason == DropReason.NOT_ECT_AT_K
                           else "drops_buffer"] += 1
-        self.net.counters[f"drops_{KIND(pkt)}"] += 1
+        self.net.counters[f"drops_{_drop_class(pkt)}"] += 1
 
     def on_mark(self, port, pkt, ecn_in) -> None:
         net = self.net
@@ -395,11 +393,14 @@ class Switch(Node):
         self.ports[in_port].send(Packet(PAUSE, -1, -1, -1, 0, 64, Ecn.NOT_ECT, PRIO_MAC,
                                         pause_ps=pause_ps))
 
-    def _send_pause(self, in_port: int) -> None:
+    def _refresh_pause(self, in_port: int) -> None:
+        """Every half pause time while above XON, PAUSE again.  One chain per port: a chain
+        still scheduled from an earlier XOFF episode serves the next one."""
         if not self.pause_sent[in_port]:
+            self.refresh_pending[in_port] = False
             return
         self._pause_frame(in_port, self.pfc.pause_time_ps)
-        self.sim.after(self.pfc.pause_time_ps // 2, self._send_pause, in_port)
+        self.sim.after(self.pfc.pause_time_ps // 2, self._refresh_pause, in_port)
 
     def watchdog(self) -> None:
         pfc = self.pfc
@@ -411,14 +412,13 @@ class Switch(Node):
                     port.ignore_pause_until = now + pfc.watchdog_recovery_ps
                     port.watchdog_count = 0
                     self.net.counters["watchdog_trips"] += 1
-                    if not port.busy:
-                        port._start()
+                    port.kick()
             else:
                 port.watchdog_count = 0
         self.sim.after(pfc.watchdog_period_ps, self.watchdog)
 
 
-def KIND(pkt: Packet) -> str:
+def _drop_class(pkt: Packet) -> str:
     if pkt.kind != DATA:
         return "control"
     return "ect" if pkt.ecn != Ecn.NOT_ECT else "not_ect"
@@ -454,7 +454,9 @@ class Network:
         self.counters: Counter = Counter()
         self.monitored: list[EgressPort] = []
         self.l3qcn = False
-        self.l3qcn_interval_ps = 50 * PS_PER_US
+        self.l3qcn_interval_ps = 0
+        self.flows_by_id: dict[int, FlowSpec] = {}
+        self._sampling = False
         self._finalized = False
         self.queue_series: dict[str, list[int]] = {}
         self.pause_series: dict[str, list[int]] = {}
@@ -525,6 +527,7 @@ class Network:
                                      and dist.get(p.peer.id, -1) == dist[sw.id] - 1]
         pfc = self.switch.pfc
         limit = (1 << 24) - 1
+        cp_cfg = self.algorithm.cp_config(self.params, self.mtu)
         for sw in self.switches:
             if pfc.enabled:
                 # lossless: no egress-queue limit, the shared buffer plus every ingress port's
@@ -538,7 +541,7 @@ class Network:
                 shared_buffer=shared, sample_at=self.switch.marking_point))
             sw.ingress_bytes = [0] * len(sw.ports)
             sw.pause_sent = [False] * len(sw.ports)
-            cp_cfg = self.algorithm.cp_config(self.params, self.mtu)
+            sw.refresh_pending = [False] * len(sw.ports)
             for p in sw.ports:
                 p.marker = sw.marker
                 if cp_cfg is not None:
@@ -546,6 +549,8 @@ class Network:
             if pfc.enabled and pfc.watchdog_checks:
                 self.sim.at(pfc.watchdog_period_ps, sw.watchdog)
         self.l3qcn = self.algorithm.l3qcn(self.params)
+        if self.l3qcn:     # the switch's NP paces CNPs as the receiver's would
+            self.l3qcn_interval_ps = self.params.cnp_interval_ns * PS_PER_NS
         for p in self.monitored:
             self.queue_series[p.name] = []
             self.pause_series[p.name] = []
@@ -564,6 +569,7 @@ class Network:
         if spec.size_bytes is not None:
             check_int(f"flow {spec.flow_id}", "size_bytes", spec.size_bytes, 1, 1 << 40)
         self.flows.append(spec)
+        self.flows_by_id[spec.flow_id] = spec
         src, dst = self.hosts[spec.src], self.hosts[spec.dst]
         dst.receivers[spec.flow_id] = self.algorithm.make_receiver(self, spec, dst)
         sender = self.algorithm.make_sender(self, spec, src)
@@ -597,8 +603,7 @@ class Network:
 
     def run(self, until_ps: int, progress: Callable[[int], None] | None = None) -> None:
         self._finalize()
-        self.flows_by_id = {f.flow_id: f for f in self.flows}
-        if self.sim.now == 0 and not getattr(self, "_sampling", False):
+        if not self._sampling:
             self._sampling = True
             self.sim.at(0, self._sample)
         if progress is None:
@@ -610,17 +615,6 @@ class Network:
                 t = min(t + step, until_ps)
                 self.sim.run(t)
                 progress(t)
-        self.duration_ps = until_ps
-
-    def base_rtt_ps(self, src: int, dst: int) -> int:
-        """Round trip without queueing: propagation both ways plus an MTU's serialization per
-        hop out and a control frame's per hop back."""
-        path = self._path(src, dst)
-        rtt = 0
-        for port in path:
-            rtt += 2 * port.delay_ps + serialization_ps(self.mtu, port.rate_bps) + \
-                serialization_ps(64, port.rate_bps)
-        return rtt
 
     def ideal_fct_ps(self, src: int, dst: int, size: int) -> int:
         """The earliest a message of ``size`` bytes can be delivered on an empty path (FCT is
@@ -631,9 +625,6 @@ class Network:
         rate = min(p.rate_bps for p in path)
         return (sum(p.delay_ps + serialization_ps(first, p.rate_bps) for p in path)
                 - serialization_ps(first, rate) + serialization_ps(size, rate))
-
-    def path_rate_bps(self, src: int, dst: int) -> int:
-        return min(p.rate_bps for p in self._path(src, dst))
 
     def _path(self, src: int, dst: int) -> list[EgressPort]:
         self._finalize()
@@ -650,16 +641,14 @@ class Network:
         now = self.sim.now
         records = []
         for f in self.flows:
-            rx = self.hosts[f.dst].receivers[f.flow_id]
-            tx = self.hosts[f.src].senders[f.flow_id]
+            rx, tx = self.receiver(f.flow_id), self.sender(f.flow_id)
             ideal = None if f.size_bytes is None else self.ideal_fct_ps(f.src, f.dst,
                                                                         f.size_bytes)
             records.append(FlowRecord(f.flow_id, f.src, f.dst, f.tag, f.size_bytes, f.start_ps,
                                       rx.done_ps, rx.delivered_bytes, ideal, tx.retx_bytes,
                                       f.stop_ps))
         counters = dict(self.counters)
-        counters.setdefault("marks", 0)
-        for k in ("drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
+        for k in ("marks", "drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
                   "timeouts", "retransmitted_packets", "watchdog_trips", "cnps_by_switch",
                   "flows_below_one_packet"):
             counters.setdefault(k, 0)

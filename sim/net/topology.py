@@ -29,12 +29,6 @@ class Topology:
     groups: dict[str, list[int]]
     switches: list = field(default_factory=list)
 
-    def base_rtt_ps(self, net: Network, src: int, dst: int) -> int:
-        return net.base_rtt_ps(src, dst)
-
-    def path_rate_bps(self, net: Network, src: int, dst: int) -> int:
-        return net.path_rate_bps(src, dst)
-
 
 def _hosts(net: Network, n: int, prefix: str) -> list:
     return [net.add_host(f"{prefix}{i}") for i in range(n)]
