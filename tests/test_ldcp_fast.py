@@ -24,7 +24,6 @@ from hw.layouts import LdcpTxStage
 from hw.nic.ldcp_transport_config import LdcpTransportConfig
 from hw.nic.ldcp_window_config import GAMMAS, ONE, LdcpWindowConfig
 from hw.params import ConfigError
-from sim.models import ldcp_transport as cyc
 from sim.models.ldcp_transport import LdcpReceiver, LdcpSender, RxPacket, TAck
 from sim.models.ldcp_transport_fast import FastLdcpReceiver, FastLdcpSender
 
@@ -284,16 +283,17 @@ def test_network_run_identical(monkeypatch):
         for i, src in enumerate(topo.groups["senders"]):
             net.add_flow(FlowSpec(i, src, rxh, size_bytes=None if i else 200_000))
         net.run(100 * PS_PER_US)
-        return net.result()
+        return net
 
+    import sim.net.algorithms as algorithms
     results = []
     for sender, receiver in ((LdcpSender, LdcpReceiver), (FastLdcpSender, FastLdcpReceiver)):
-        monkeypatch.setattr(cyc, "LdcpSender", sender)
-        monkeypatch.setattr(cyc, "LdcpReceiver", receiver)
-        import sim.models.ldcp_transport_fast as fast
-        monkeypatch.setattr(fast, "FastLdcpSender", sender)
-        monkeypatch.setattr(fast, "FastLdcpReceiver", receiver)
-        results.append(run())
+        # the names the endpoints instantiate
+        monkeypatch.setattr(algorithms, "FastLdcpSender", sender)
+        monkeypatch.setattr(algorithms, "FastLdcpReceiver", receiver)
+        net = run()
+        assert type(net.sender(0).model) is sender and type(net.receiver(0).model) is receiver
+        results.append(net.result())
     print(results[0].events, results[0].flows, results[0].counters)
     assert results[0].events > 1000
     assert results[0] == results[1]

@@ -15,6 +15,7 @@ profile, optional QCN congestion points, L3QCN).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from hw.layouts import Ecn
@@ -29,6 +30,8 @@ from hw.switch.qcn_cp_config import QcnCpConfig
 from sim.models import dcqcn as dcqcn_model
 from sim.models import qcn as qcn_model
 from sim.models.dctcp import DctcpConfig, DctcpReceiver, DctcpSender
+from sim.models.ldcp_transport import RxPacket, TAck
+from sim.models.ldcp_transport_fast import FastLdcpReceiver, FastLdcpSender
 
 from .engine import PS_PER_NS
 from .packet import ACK, CNM, CNP, DATA, NAK, Packet, control
@@ -41,7 +44,10 @@ class AlgorithmSpec:
     description: str
     make_sender: object
     make_receiver: object
-    marker_config: object            # (params, ports, mtu, buf_max, shared_buffer, sample_at)
+    # (params, *, ports, mtu, buf_max, shared_buffer, sample_at) -> MarkerConfig; thresholds
+    # above the queue limit never act, so the builders clamp them to buf_max (which the marker
+    # configuration requires)
+    marker_config: object
     cp_config: object = lambda params, mtu: None
     l3qcn: object = lambda params: False
 
@@ -58,6 +64,8 @@ class _Endpoint:
         self.net, self.sim, self.spec, self.host = net, net.sim, spec, host
         self.mtu = net.mtu
         self.packets = None if spec.size_bytes is None else -(-spec.size_bytes // net.mtu)
+        self.high = 0             # senders: highest sequence sent + 1 (flags retransmissions)
+        self.retx_bytes = 0
 
     def size_of(self, seq: int) -> int:
         if self.packets is not None and seq == self.packets - 1:
@@ -69,6 +77,18 @@ class _Endpoint:
                       self.size_of(seq), ecn, retx=retx,
                       last=self.packets is not None and seq == self.packets - 1,
                       sent_ps=self.sim.now)
+
+    def transmit(self, pkt: Packet) -> None:
+        """Hand a data packet to the NIC, counting it if it is a retransmission."""
+        if pkt.retx:
+            self.retx_bytes += pkt.size
+            self.net.counters["retransmitted_packets"] += 1
+        self.host.nic.send(pkt)
+
+    def send_seq(self, seq: int) -> None:
+        """Send packet ``seq`` of the message (a retransmission if it went out before)."""
+        self.transmit(self.data(seq, Ecn.ECT0, seq < self.high))
+        self.high = max(self.high, seq + 1)
 
     def more(self, seq: int) -> bool:
         """Whether packet ``seq`` is part of the message (and the flow is not stopped)."""
@@ -137,10 +157,6 @@ class DctcpParams:
                            ack_every=self.ack_every)
 
 
-# Thresholds above the queue limit never act: the marker builders clamp them to ``buf_max``
-# (the marker configuration requires K <= buf_max).
-
-
 class _RtoMixin:
     """Retransmission timeout: no cumulative progress for ``rto_ps`` -> go back N."""
 
@@ -164,8 +180,6 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
         super().__init__(net, spec, host)
         self.engine = DctcpSender(net.params.engine())
         self.rto_ps = net.params.rto_ns * PS_PER_NS
-        self.retx_bytes = 0
-        self.high = 0             # highest sequence sent + 1 (to flag retransmissions)
         self.finished = False
 
     def start(self) -> None:
@@ -185,16 +199,9 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
 
     def _pump(self) -> None:
         e = self.engine
-        nic = self.host.nic
         while e.can_send() and self.more(e.next_seq):
-            retx = e.next_seq < self.high
-            pkt = self.data(e.next_seq, Ecn.ECT0, retx)
-            if retx:
-                self.retx_bytes += pkt.size
-                self.net.counters["retransmitted_packets"] += 1
-            nic.send(pkt)
+            self.send_seq(e.next_seq)
             e.next_seq += 1
-            self.high = max(self.high, e.next_seq)
 
     def on_control(self, pkt: Packet) -> None:
         if pkt.kind != ACK:
@@ -207,7 +214,6 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
             self.finished = True
             return
         self._pump()
-
 
     def window_packets(self) -> float:
         return float(self.engine.cwnd)
@@ -254,16 +260,13 @@ class _RateSender(_Endpoint, _RtoMixin):
     ``t + ceil(L * 2**24 / inc(R))``, R latched at the send.  The reaction point is stepped at the
     cycle of each event (a send, a CNP/CNM) and skips the idle cycles in between."""
 
-    def __init__(self, net, spec, host, rp, line_rate_mbps: int, ack_every: int):
+    def __init__(self, net, spec, host, rp, line_rate_mbps: int):
         super().__init__(net, spec, host)
         self.rp = rp
-        self.limiter = RateLimiterConfig(flows=1, clk_hz=10**12 // net.clk_ps,
-                                         line_rate_mbps=line_rate_mbps)
+        self.limiter = _rate_limiter(10**12 // net.clk_ps, line_rate_mbps)
         self.rto_ps = net.params.rto_ns * PS_PER_NS
         self.next_seq = 0
         self.acked = 0
-        self.high = 0
-        self.retx_bytes = 0
         self.finished = False
         self.scheduled = False
         self.next_ok = 0
@@ -303,19 +306,13 @@ class _RateSender(_Endpoint, _RtoMixin):
             self.scheduled = True
             nic.waiters.append(self._send_next)
             return
-        seq = self.next_seq
-        retx = seq < self.high
-        pkt = self.data(seq, Ecn.ECT0, retx)
-        if retx:
-            self.retx_bytes += pkt.size
-            self.net.counters["retransmitted_packets"] += 1
+        size = self.size_of(self.next_seq)
         self._sync()
-        self.rp.step(self._tx_event(pkt.size))
-        nic.send(pkt)
+        self.rp.step(self._tx_event(size))
+        self.send_seq(self.next_seq)
         self.next_seq += 1
-        self.high = max(self.high, self.next_seq)
         inc = self.limiter.inc_for(self._rate())
-        cycles = -(-(pkt.size << CREDIT_FRAC) // max(inc, 1))
+        cycles = -(-(size << CREDIT_FRAC) // max(inc, 1))
         self.next_ok = (now // self.net.clk_ps + cycles) * self.net.clk_ps
         self.scheduled = True
         self.sim.at(self.next_ok, self._send_next)
@@ -383,6 +380,12 @@ class L3qcnParams(DcqcnParams):
     l3qcn: bool = True
 
 
+@functools.cache
+def _rate_limiter(clk_hz: int, line_rate_mbps: int) -> RateLimiterConfig:
+    """The rate limiter's configuration, one per (clock, line rate), shared by every sender."""
+    return RateLimiterConfig(flows=1, clk_hz=clk_hz, line_rate_mbps=line_rate_mbps)
+
+
 def _rate_mbps(net, host) -> int:
     return host.nic.rate_bps // 10**6
 
@@ -393,7 +396,7 @@ class DcqcnSenderEndpoint(_RateSender):
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
         cfg = net.params.rp_config(line)
-        super().__init__(net, spec, host, dcqcn_model.RpModel(cfg), line, net.params.ack_every)
+        super().__init__(net, spec, host, dcqcn_model.RpModel(cfg), line)
 
     def _rate(self) -> int:
         return self.rp.state.rc
@@ -483,8 +486,7 @@ class QcnSenderEndpoint(_RateSender):
 
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
-        super().__init__(net, spec, host, qcn_model.RpModel(net.params.rp(line)), line,
-                         net.params.ack_every)
+        super().__init__(net, spec, host, qcn_model.RpModel(net.params.rp(line)), line)
 
     def _rate(self) -> int:
         return self.rp.state.cr
@@ -563,6 +565,13 @@ class LdcpParams:
                                    lsn_width=48)
 
 
+@functools.cache
+def _ldcp_transport(params: LdcpParams, rate_bps: int, mtu: int, clk_hz: int):
+    """One validated transport configuration per (parameters, line rate), shared by every
+    sender and receiver of a run (thousands in an incast)."""
+    return params.transport(rate_bps / 1e9, mtu, clk_hz)
+
+
 class _CycleClock:
     def _cycle(self) -> int:
         c = self.sim.now // self.net.clk_ps
@@ -590,13 +599,11 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
 
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        from sim.models.ldcp_transport_fast import FastLdcpSender as LdcpSender
-        cfg = net.params.transport(host.nic.rate_bps / 1e9, net.mtu, 10**12 // net.clk_ps)
-        self.model = LdcpSender(cfg)
+        cfg = _ldcp_transport(net.params, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps)
+        self.model = FastLdcpSender(cfg)
         self.length = spec.size_bytes or cfg.max_message
         self.cycle = 0
         self.wake_at = None
-        self.retx_bytes = 0
         self.waiting = False
         self.rtos = 0
         self.below_one = False
@@ -627,13 +634,9 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         p = m.release(cycle)
         if p is not None:
             f = self.spec
-            pkt = Packet(DATA, f.flow_id, f.src, f.dst, p.lsn, p.length,
-                         Ecn.ECT0 if p.ect else Ecn.NOT_ECT, retx=p.retx, last=p.last,
-                         payload=p.length)
-            if p.retx:
-                self.retx_bytes += p.length
-                self.net.counters["retransmitted_packets"] += 1
-            nic.send(pkt)
+            self.transmit(Packet(DATA, f.flow_id, f.src, f.dst, p.lsn, p.length,
+                                 Ecn.ECT0 if p.ect else Ecn.NOT_ECT, retx=p.retx, last=p.last,
+                                 payload=p.length))
             self._wake(cycle + 1, self._pump)
             return
         w = m.next_wakeup()
@@ -648,33 +651,30 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         """The window engine's ``cw`` in packets (sampled for tracked flows)."""
         return self.model.cw / CW_ONE
 
-    def on_control_cw(self) -> None:
+    def _note_sub1(self) -> None:
         if not self.below_one and self.model.cw < CW_ONE:
             self.below_one = True
             self.net.counters["flows_below_one_packet"] += 1
 
     def on_control(self, pkt: Packet) -> None:
-        from sim.models.ldcp_transport import TAck
         if pkt.kind not in (ACK, NAK):
             return
         self.model.on_ack(self._cycle(), TAck(pkt.seq, pkt.ece, pkt.count, pkt.kind == NAK))
         self._pump()
-        self.on_control_cw()
+        self._note_sub1()
 
 
 class LdcpReceiverEndpoint(_Endpoint, _CycleClock):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        from sim.models.ldcp_transport_fast import FastLdcpReceiver as LdcpReceiver
-        cfg = net.params.transport(host.nic.rate_bps / 1e9, net.mtu, 10**12 // net.clk_ps)
-        self.model = LdcpReceiver(cfg)
+        cfg = _ldcp_transport(net.params, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps)
+        self.model = FastLdcpReceiver(cfg)
         self.cycle = 0
         self.wake_at = None
         self.delivered_bytes = 0
         self.done_ps = None
 
     def on_data(self, pkt: Packet) -> None:
-        from sim.models.ldcp_transport import RxPacket
         acks = self.model.receive(self._cycle(), RxPacket(pkt.seq, pkt.payload,
                                                           pkt.ecn == Ecn.CE, pkt.last))
         self._deliver()
