@@ -96,24 +96,27 @@ def dctcp_sawtooth(out: Path) -> bool:
     """The network simulator: 10 DCTCP flows into one 10 Gb/s port of a switch whose egress is
     the marker's bit-exact model, next to the DCTCP paper's analysis."""
     from sim.net.analysis import DctcpAnalysis, sawtooth
-    from sim.net.dumbbell import run_dctcp_dumbbell
+    from sim.net.engine import PS_PER_S
+    from sim.scenario import load
+    from sim.scenario.runner import run
 
-    n, rate, rtt_us, k, mtu = 10, 10_000_000_000, 100, 65, 1500
+    n, rate, rtt_us, k, mtu = 10, 10_000_000_000, 100, 65, 1500     # sim/scenarios/dctcp_sawtooth
     print()
     print(f"Network simulator: {n} DCTCP flows -> one {rate // 10**9} Gb/s switch port, base RTT "
           f"{rtt_us} us, step marking at K = {k} packets (switch = marker golden model)")
-    r = run_dctcp_dumbbell(n=n, rate_bps=rate, rtt_us=rtt_us, k_packets=k, mtu=mtu,
-                           duration_us=30_000)
-    queue = [b / mtu for b in r.queue_bytes]
+    r = run(load("dctcp_sawtooth"), "dctcp").result
+    queue = [b / mtu for b in next(iter(r.queue_series.values()))]
     s = sawtooth(queue[len(queue) // 3:], debounce=20)
     a = DctcpAnalysis(n, rate * rtt_us * 1e-6 / 8 / mtu, k)
     rtt_eff = rtt_us + s.mean * mtu * 8 / rate * 1e6
+    utilization = sum(f.delivered_bytes for f in r.flows) * 8 * PS_PER_S / (rate * r.duration_ps)
+    drops = {key: v for key, v in r.counters.items() if key.startswith("drops_") and v}
     print(f"  {'':<34}{'analysis':>10}{'simulated':>11}")
     print(f"  {'queue maximum K + N (packets)':<34}{a.q_max:>10.1f}{s.q_max:>11.1f}")
     print(f"  {'sawtooth amplitude (packets)':<34}{a.amplitude:>10.1f}{s.amplitude:>11.1f}")
     print(f"  {'period (RTTs)':<34}{a.period_rtts:>10.2f}{s.period_samples / rtt_eff:>11.2f}")
-    print(f"  {'utilization':<34}{1.0:>10.3f}{r.utilization():>11.3f}")
-    print(f"  drops: {r.drops or 'none'}; {r.events} events simulated")
+    print(f"  {'utilization':<34}{1.0:>10.3f}{utilization:>11.3f}")
+    print(f"  drops: {drops or 'none'}; {r.events} events simulated")
 
     import matplotlib.pyplot as plt
 
@@ -130,7 +133,7 @@ def dctcp_sawtooth(out: Path) -> bool:
     path = out / "dctcp_sawtooth.png"
     fig.savefig(path, dpi=120)
     print(f"  plot: {path}")
-    return not r.drops
+    return not drops
 
 
 if __name__ == "__main__":
