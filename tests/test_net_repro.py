@@ -14,6 +14,7 @@ import pytest
 from sim.net.algorithms import LdcpParams
 from sim.net.engine import PS_PER_S, PS_PER_US
 from sim.scenario import load
+from sim.scenario.metrics import jain
 from sim.scenario.runner import build, run
 
 
@@ -25,10 +26,6 @@ def result(scenario: str, algorithm: str):
 def gbps(series: list[int], sample_ps: int, a: int, b: int) -> float:
     """Mean throughput between samples a and b of a cumulative byte series."""
     return (series[b] - series[a]) * 8 * PS_PER_S / ((b - a) * sample_ps) / 1e9
-
-
-def jain(xs: list[float]) -> float:
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
 def test_dcqcn_flows_converge_to_their_fair_share():
