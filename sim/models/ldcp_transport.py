@@ -152,6 +152,13 @@ class TxStats:
     exits: dict = field(default_factory=lambda: {1: 0, 2: 0})
 
 
+def check_message_length(cfg: LdcpTransportConfig, length) -> None:
+    """A message holds 1 .. 2**lsn_width - 1 bytes (the LSN never wraps)."""
+    if not isinstance(length, int) or not 1 <= length <= cfg.max_message:
+        raise ConfigError("LdcpSender", "length", length,
+                          f"1 <= length <= 2**lsn_width - 1 (= {cfg.max_message})")
+
+
 class LdcpSender:
     """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpSender` (one flow), with the
     event-level interface of the module docstring on top.
@@ -345,9 +352,7 @@ class LdcpSender:
         return self.eng.cw
 
     def start_message(self, cycle: int, length: int) -> None:
-        if not isinstance(length, int) or not 1 <= length <= self.cfg.max_message:
-            raise ConfigError("LdcpSender", "length", length,
-                              f"1 <= length <= 2**lsn_width - 1 (= {self.cfg.max_message})")
+        check_message_length(self.cfg, length)
         self.advance(cycle)
         if self.s.active or self._start is not None:
             raise RuntimeError("LdcpSender: a message is still active")

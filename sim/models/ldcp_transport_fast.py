@@ -36,9 +36,17 @@ from __future__ import annotations
 from hw.layouts import LdcpTxStage
 from hw.nic.ldcp_transport_config import RTO_WIDTH, SETTLE_CYCLES, LdcpTransportConfig
 from hw.nic.ldcp_window_config import FRAC_BITS, ONE, UPDATE_LATENCY
-from hw.params import ConfigError
 
-from .ldcp_transport import Deliver, LdcpReceiver, RxPacket, RxState, TAck, TxPacket, TxStats
+from .ldcp_transport import (
+    Deliver,
+    LdcpReceiver,
+    RxPacket,
+    RxState,
+    TAck,
+    TxPacket,
+    TxStats,
+    check_message_length,
+)
 from .ldcp_window import update
 
 __all__ = ["FastLdcpSender", "FastLdcpReceiver"]
@@ -133,9 +141,7 @@ class FastLdcpSender:
 
     # ------------------------------------------------------------------ interface -----------
     def start_message(self, cycle: int, length: int) -> None:
-        if not isinstance(length, int) or not 1 <= length <= self.cfg.max_message:
-            raise ConfigError("LdcpSender", "length", length,
-                              f"1 <= length <= 2**lsn_width - 1 (= {self.cfg.max_message})")
+        check_message_length(self.cfg, length)
         self.advance(cycle)
         if self.active or self._start is not None:
             raise RuntimeError("LdcpSender: a message is still active")
