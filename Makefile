@@ -9,13 +9,14 @@ STAMP   := $(VENV)/.installed
 JOBS    ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: help venv run demo test test-fast verilog synth lint clean
+.PHONY: help venv run demo test test-long test-fast verilog synth lint clean
 
 help:
 	@echo "make run      export + lint every hardware top, then the default network scenario"
 	@echo "             (all four algorithms side by side; table on stdout, plots in out/default/)"
 	@echo "make demo     the marker sweep and the DCTCP sawtooth against the paper's analysis"
 	@echo "make test     the whole suite: unit, Amaranth-simulation and cocotb/Verilator tests"
+	@echo "make test-long  the whole suite with soak-sized random runs (CC_LONG=1)"
 	@echo "make test-fast  the suite without the cocotb/Verilator tests"
 	@echo "make verilog  export every top to gateware/build/ and lint it with verilator -Wall"
 	@echo "make synth    Yosys + nextpnr (ECP5) for every top; report in docs/synthesis.md"
@@ -39,6 +40,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
+
+test-long: $(STAMP)
+	CC_LONG=1 PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
 	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) -m "not cocotb" $(PYTEST_ARGS)

