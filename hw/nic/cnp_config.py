@@ -12,12 +12,10 @@ that it is never dropped as Not-ECT), ``cnp_802p_prio`` (PCP of the VLAN tag, de
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import json
 from dataclasses import dataclass
 
-from ..params import check_choice, check_int
+from ..params import BlockConfig, check_choice, check_int
 
 __all__ = ["CnpGenConfig", "CnpReg", "CNP_PAYLOAD_BYTES", "ROCEV2_PORT", "CNP_OPCODE"]
 
@@ -43,7 +41,7 @@ REG_WIDTHS = {CnpReg.CNP_DSCP: 6, CnpReg.CNP_ECN: 2, CnpReg.CNP_802P_PRIO: 3,
 
 
 @dataclass(frozen=True)
-class CnpGenConfig:
+class CnpGenConfig(BlockConfig):
     ip_version: int = 4
     l2: str = "eth_vlan"
     data_bytes: int = 8
@@ -65,8 +63,6 @@ class CnpGenConfig:
         check_int(self, "ttl", self.ttl, 1, 255)
         check_int(self, "pkey", self.pkey, 0, 0xFFFF)
 
-    def replace(self, **changes) -> CnpGenConfig:
-        return dataclasses.replace(self, **changes)
 
     def registers(self) -> dict[CnpReg, int]:
         """Reset values of the registers (already in hardware units)."""
@@ -105,9 +101,3 @@ class CnpGenConfig:
         first_icrc_beat = (self.frame_bytes - 4) // self.data_bytes
         return max(self.beats, self.crc_bytes // 4 + self.beats - first_icrc_beat) + 1
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> CnpGenConfig:
-        return cls(**json.loads(text))

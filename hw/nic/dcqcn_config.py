@@ -23,11 +23,17 @@ Fixed-point formats (``docs/dcqcn.md``, "Fixed point"):
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 
-from ..params import ConfigError, bits_for, check_choice, check_int
+from ..params import (
+    BlockConfig,
+    ConfigError,
+    bits_for,
+    check_choice,
+    check_int,
+    check_time_us,
+    us_to_cycles,
+)
 
 __all__ = ["DcqcnRpConfig", "DcqcnRpRegisters", "PROFILES", "RATE_FRAC", "ALPHA_FRAC", "G_FRAC",
            "ALPHA_ONE", "STAGE_MAX", "AlphaMode", "CutMode", "IncreaseRule", "HaiStep",
@@ -114,12 +120,8 @@ class DcqcnRpRegisters:
     rt_guard: int
 
 
-def _us_to_cycles(us: int | float, clk_hz: int) -> int:
-    return round(us * clk_hz / 1_000_000)
-
-
 @dataclass(frozen=True)
-class DcqcnRpConfig:
+class DcqcnRpConfig(BlockConfig):
     """DCQCN reaction point: ConnectX knobs (µs, Mb/s, /1024, %) plus the profile settings.
 
     Elaboration-time parameters: ``clk_hz`` (Hz), ``line_rate_mbps`` (the port speed; also the
@@ -210,20 +212,9 @@ class DcqcnRpConfig:
         # offset of the periodic check)
         limit = (1 << self.timer_width) - 2
         for name in ("rpg_time_reset", "dce_tcp_rtt", "rate_reduce_monitor_period"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError(self, name, value, "a time > 0 µs")
-            cycles = _us_to_cycles(value, self.clk_hz)
-            if not 2 <= cycles <= limit:
-                lo_us = 2e6 / self.clk_hz
-                hi_us = limit * 1e6 / self.clk_hz
-                raise ConfigError(self, name, value,
-                                  f"{lo_us:g} µs <= {name} <= {hi_us:g} µs (2 ... 2**timer_width"
-                                  f" - 2 cycles at clk_hz {self.clk_hz}, timer_width "
-                                  f"{self.timer_width})")
+            check_time_us(self, name, getattr(self, name), self.clk_hz, 2, limit,
+                          note=f", timer_width {self.timer_width}")
 
-    def replace(self, **changes) -> DcqcnRpConfig:
-        return dataclasses.replace(self, **changes)
 
     # -- named profiles ---------------------------------------------------------------------
     @classmethod
@@ -287,12 +278,12 @@ class DcqcnRpConfig:
 
     # -- the single user-unit -> register conversion -----------------------------------------
     def registers(self) -> DcqcnRpRegisters:
-        t = _us_to_cycles(self.rpg_time_reset, self.clk_hz)
+        t = us_to_cycles(self.rpg_time_reset, self.clk_hz)
         return DcqcnRpRegisters(
             t_cycles=t,
             t_half_cycles=max(t >> 1, 1),
-            k_cycles=_us_to_cycles(self.dce_tcp_rtt, self.clk_hz),
-            p_cycles=_us_to_cycles(self.rate_reduce_monitor_period, self.clk_hz),
+            k_cycles=us_to_cycles(self.dce_tcp_rtt, self.clk_hz),
+            p_cycles=us_to_cycles(self.rate_reduce_monitor_period, self.clk_hz),
             byte_reset=self.rpg_byte_reset,
             byte_half=self.rpg_byte_reset >> 1,
             threshold=self.rpg_threshold,
@@ -317,9 +308,3 @@ class DcqcnRpConfig:
         )
 
     # -- serialisation -------------------------------------------------------------------------
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> DcqcnRpConfig:
-        return cls(**json.loads(text))

@@ -14,11 +14,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 
-from ..params import ConfigError, bits_for, check_choice, check_int
+from ..params import (
+    BlockConfig,
+    bits_for,
+    check_choice,
+    check_int,
+    check_time_us,
+    us_to_cycles,
+)
 
 __all__ = ["DcqcnNpConfig", "NP_RULES"]
 
@@ -26,7 +31,7 @@ NP_RULES = ("paper", "periodic")
 
 
 @dataclass(frozen=True)
-class DcqcnNpConfig:
+class DcqcnNpConfig(BlockConfig):
     """``flows``: QPs tracked (state in registers); ``clk_hz``; ``timer_width``: bits of each
     per-flow countdown (N in cycles must fit); ``rule``; ``min_time_between_cnps`` (µs)."""
 
@@ -41,35 +46,19 @@ class DcqcnNpConfig:
         check_int(self, "clk_hz", self.clk_hz, 1_000_000, 2_000_000_000)
         check_int(self, "timer_width", self.timer_width, 4, 32)
         check_choice(self, "rule", self.rule, NP_RULES)
-        n = self.min_time_between_cnps
-        if isinstance(n, bool) or not isinstance(n, (int, float)) or n < 0:
-            raise ConfigError(self, "min_time_between_cnps", n, "a time >= 0 µs")
-        cycles = self.n_cycles
-        lo = 1 if self.rule == "periodic" else 0
-        hi = (1 << self.timer_width) - 1
-        if not lo <= cycles <= hi:
-            raise ConfigError(
-                self, "min_time_between_cnps", n,
-                f"{lo * 1e6 / self.clk_hz:g} µs <= min_time_between_cnps <= "
-                f"{hi * 1e6 / self.clk_hz:g} µs ({lo} ... 2**timer_width - 1 cycles at clk_hz "
-                f"{self.clk_hz}, timer_width {self.timer_width}"
-                + ("; the periodic rule needs N > 0)" if self.rule == "periodic" else ")"))
+        periodic = self.rule == "periodic"
+        check_time_us(self, "min_time_between_cnps", self.min_time_between_cnps, self.clk_hz,
+                      1 if periodic else 0, (1 << self.timer_width) - 1, zero=True,
+                      note=f", timer_width {self.timer_width}"
+                      + ("; the periodic rule needs N > 0" if periodic else ""))
 
     @property
     def n_cycles(self) -> int:
         """N in cycles (the single user-unit -> hardware conversion)."""
-        return round(self.min_time_between_cnps * self.clk_hz / 1_000_000)
+        return us_to_cycles(self.min_time_between_cnps, self.clk_hz)
 
     @property
     def flow_width(self) -> int:
         return bits_for(self.flows - 1)
 
-    def replace(self, **changes) -> DcqcnNpConfig:
-        return dataclasses.replace(self, **changes)
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> DcqcnNpConfig:
-        return cls(**json.loads(text))

@@ -27,13 +27,19 @@ Formats (``docs/ldcp-transport.md``):
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import json
 import math
 from dataclasses import dataclass, field
 
-from ..params import ConfigError, bits_for, check_int, check_real
+from ..params import (
+    BlockConfig,
+    ConfigError,
+    bits_for,
+    check_int,
+    check_real,
+    check_time_us,
+    us_to_cycles,
+)
 from .ldcp_window_config import MTU_WIDTH, ONE, LdcpWindowConfig
 
 __all__ = ["LdcpTransportConfig", "LdcpTransportRegisters", "LdcpTransportReg", "IW_WIDTH",
@@ -77,7 +83,7 @@ class LdcpTransportRegisters:
 
 
 @dataclass(frozen=True)
-class LdcpTransportConfig:
+class LdcpTransportConfig(BlockConfig):
     """LDCP transport (draft-dai-tsvwg-pfc-free-congestion-control-00 §2.3 and §3).
 
     ``window``
@@ -121,26 +127,15 @@ class LdcpTransportConfig:
             check_real(self, "bdp", self.bdp, 1.0, self.window.cw_max)
         check_int(self, "lsn_width", self.lsn_width, 8, 48)
         w = self.window
-        if self.rto_us is not None:
-            check_real(self, "rto_us", self.rto_us, 0.0, 1e9, lo_open=True)
-        if not 1 <= self._cycles(self.rto_us_eff) <= (1 << 32) - 1:
-            raise ConfigError(self, "rto_us", self.rto_us,
-                              f"1 <= rto_us * clk_hz / 1e6 <= {(1 << 32) - 1} cycles")
-        if self.ack_delay_us is not None:
-            check_real(self, "ack_delay_us", self.ack_delay_us, 0.0, 1e9, lo_open=True)
-        if not 1 <= self._cycles(self.ack_delay_us_eff) <= (1 << ACK_DELAY_WIDTH) - 1:
-            raise ConfigError(self, "ack_delay_us", self.ack_delay_us,
-                              f"1 <= ack_delay_us * clk_hz / 1e6 <= {(1 << ACK_DELAY_WIDTH) - 1}"
-                              " cycles")
+        # None: the default derived from the RTT (checked all the same: a long RTT can make it
+        # overflow its counter)
+        check_time_us(self, "rto_us", self.rto_us_eff, w.clk_hz, 1, (1 << 32) - 1)
+        check_time_us(self, "ack_delay_us", self.ack_delay_us_eff, w.clk_hz, 1,
+                      (1 << ACK_DELAY_WIDTH) - 1)
         if self.iw_eff * w.mtu > self.max_message:
             raise ConfigError(self, "iw", self.iw,
                               f"iw * mtu <= 2**lsn_width - 1 (= {self.max_message})")
 
-    def replace(self, **changes) -> LdcpTransportConfig:
-        return dataclasses.replace(self, **changes)
-
-    def _cycles(self, us: float) -> int:
-        return round(us * self.window.clk_hz / 1e6)
 
     # -- derived values -------------------------------------------------------------------
     @property
@@ -185,17 +180,6 @@ class LdcpTransportConfig:
         return LdcpTransportRegisters(
             mtu=w.mtu, iw=iw, iw_bytes=iw * w.mtu,
             cw_bdp=min(round(bdp * ONE), int(w.cw_max * ONE)),
-            rto=self._cycles(self.rto_us_eff), m=w.m,
-            ack_delay=self._cycles(self.ack_delay_us_eff))
-
-    # -- serialisation ---------------------------------------------------------------------------
-    def to_json(self) -> str:
-        d = dataclasses.asdict(self)
-        return json.dumps(d, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> LdcpTransportConfig:
-        d = json.loads(text)
-        d["window"] = LdcpWindowConfig(**d["window"])
-        return cls(**d)
+            rto=us_to_cycles(self.rto_us_eff, w.clk_hz), m=w.m,
+            ack_delay=us_to_cycles(self.ack_delay_us_eff, w.clk_hz))
 

@@ -24,12 +24,18 @@ Fixed-point formats (``docs/ldcp-window.md`` has the derivations):
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import json
 from dataclasses import dataclass
 
-from ..params import ConfigError, bits_for, check_choice, check_int, check_real
+from ..params import (
+    BlockConfig,
+    bits_for,
+    check_choice,
+    check_int,
+    check_real,
+    check_time_us,
+    us_to_cycles,
+)
 
 __all__ = [
     "LdcpWindowConfig", "LdcpWindowRegisters", "FRAC_BITS", "CW_WIDTH", "PARAM_WIDTH",
@@ -123,7 +129,7 @@ class LdcpWindowRegisters:
 
 
 @dataclass(frozen=True)
-class LdcpWindowConfig:
+class LdcpWindowConfig(BlockConfig):
     """LDCP window engine configuration (draft-dai-tsvwg-pfc-free-congestion-control-00 §2.2).
 
     ``alpha``, ``beta``
@@ -167,17 +173,9 @@ class LdcpWindowConfig:
         check_real(self, "cw_max", self.cw_max, 1.0, _CW_MAX_LIMIT)
         check_real(self, "cw_init", self.cw_init, self.gamma, self.cw_max)
         check_int(self, "clk_hz", self.clk_hz, _CLK_MIN, _CLK_MAX)
-        check_real(self, "rtt_us", self.rtt_us, 0.0, 1e9, lo_open=True)
-        cycles = round(self.rtt_us * self.clk_hz / 1e6)
-        if not 1 <= cycles <= (1 << RTT_WIDTH) - 1:
-            raise ConfigError(type(self).__name__, "rtt_us", self.rtt_us,
-                              f"1 <= rtt_us * clk_hz / 1e6 <= {(1 << RTT_WIDTH) - 1} cycles "
-                              f"(clk_hz {self.clk_hz}: rtt_us <= "
-                              f"{((1 << RTT_WIDTH) - 1) * 1e6 / self.clk_hz:g})")
+        check_time_us(self, "rtt_us", self.rtt_us, self.clk_hz, 1, (1 << RTT_WIDTH) - 1)
         check_int(self, "mtu", self.mtu, _MTU_MIN, _MTU_MAX)
 
-    def replace(self, **changes) -> LdcpWindowConfig:
-        return dataclasses.replace(self, **changes)
 
     # -- derived widths -----------------------------------------------------------------------
     @property
@@ -227,14 +225,8 @@ class LdcpWindowConfig:
             m=self.m,
             cw_max=int(self.cw_max * ONE),
             cw_init=min(round(self.cw_init * ONE), int(self.cw_max * ONE)),
-            rtt=round(self.rtt_us * self.clk_hz / 1e6),
+            rtt=us_to_cycles(self.rtt_us, self.clk_hz),
             mtu=self.mtu,
         )
 
     # -- serialisation (tests pass configurations to cocotb through the environment) -----------
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> LdcpWindowConfig:
-        return cls(**json.loads(text))

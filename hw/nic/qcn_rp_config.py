@@ -8,12 +8,10 @@ once, in :meth:`QcnRpConfig.registers`.  Defaults: the IEEE 802.1Q CN MIB (spec 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 
 from ..lfsr import LfsrParams
-from ..params import ConfigError, bits_for, check_bool, check_int, check_real
+from ..params import BlockConfig, ConfigError, bits_for, check_bool, check_int, check_real
 
 __all__ = ["QcnRpConfig", "QcnRpRegisters", "RATE_FRAC", "MDF_FRAC", "STAGE_MAX"]
 
@@ -40,7 +38,7 @@ class QcnRpRegisters:
 
 
 @dataclass(frozen=True)
-class QcnRpConfig:
+class QcnRpConfig(BlockConfig):
     """QCN reaction point configuration (elaboration-time constants).
 
     ``line_rate_mbps``   port speed; CR and TR never exceed it (default 10000).
@@ -104,8 +102,6 @@ class QcnRpConfig:
                               f"{8e6 / self.clk_hz / (1 - self.jitter):g} µs <= time_reset_us"
                               f" < 2**32 cycles / (1 + jitter) at clk_hz {self.clk_hz}")
 
-    def replace(self, **changes) -> QcnRpConfig:
-        return dataclasses.replace(self, **changes)
 
     @property
     def rate_width(self) -> int:
@@ -134,11 +130,3 @@ class QcnRpConfig:
             threshold=self.threshold, byte_lo=byte_lo, byte_span=byte_span,
             time_lo=time_lo, time_span=time_span, tr_guard=int(self.tr_guard))
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> QcnRpConfig:
-        d = json.loads(text)
-        d["lfsr"] = LfsrParams(**d["lfsr"])
-        return cls(**d)

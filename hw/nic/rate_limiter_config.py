@@ -27,11 +27,9 @@ an idle flow may send ``burst_bytes`` at once.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 
-from ..params import bits_for, check_int
+from ..params import BlockConfig, bits_for, check_int
 
 __all__ = ["RateLimiterConfig", "CREDIT_FRAC", "RATE_FRAC"]
 
@@ -41,7 +39,7 @@ CONV_FRAC = 24
 
 
 @dataclass(frozen=True)
-class RateLimiterConfig:
+class RateLimiterConfig(BlockConfig):
     flows: int = 4
     clk_hz: int = 250_000_000
     line_rate_mbps: int = 100_000
@@ -95,12 +93,4 @@ class RateLimiterConfig:
         """Signed credit: from -(2**len_width - 1) to burst_bytes + one cycle of earning."""
         return self.len_width + CREDIT_FRAC + 2
 
-    def replace(self, **changes) -> RateLimiterConfig:
-        return dataclasses.replace(self, **changes)
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> RateLimiterConfig:
-        return cls(**json.loads(text))

@@ -6,11 +6,9 @@ constants (the CP's MAC address, the CNM priority, the beat width).
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 
-from ..params import check_choice, check_int
+from ..params import BlockConfig, check_choice, check_int
 
 __all__ = ["CnmGenConfig", "CNM_ETHERTYPE", "CNTAG_ETHERTYPE", "VLAN_TPID", "CNM_HEADER_BYTES",
            "MIN_FRAME_BYTES"]
@@ -25,7 +23,7 @@ MIN_FRAME_BYTES = 60
 
 
 @dataclass(frozen=True)
-class CnmGenConfig:
+class CnmGenConfig(BlockConfig):
     """``cp_mac``: the CP's MAC (frame SA and the upper 6 bytes of the CPID).
     ``cnm_pcp``: 802.1p priority of the CNM's VLAN tag (default 6, as for ConnectX CNPs).
     ``msdu_bytes``: sampled MSDU bytes carried (0..64; default 64, the maximum of packets.md).
@@ -50,12 +48,4 @@ class CnmGenConfig:
     def max_frame(self) -> int:
         return max(MIN_FRAME_BYTES, CNM_HEADER_BYTES + self.msdu_bytes)
 
-    def replace(self, **changes) -> CnmGenConfig:
-        return dataclasses.replace(self, **changes)
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> CnmGenConfig:
-        return cls(**json.loads(text))

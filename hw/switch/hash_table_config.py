@@ -27,12 +27,10 @@ so a lookup never returns another key's value.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..params import ConfigError, check_int
+from ..params import BlockConfig, ConfigError, check_int
 
 __all__ = ["HashTableConfig", "primitive_polynomials"]
 
@@ -95,7 +93,7 @@ def _crc_masks(seed: int, key_width: int, index_width: int) -> tuple[tuple[int, 
 
 
 @dataclass(frozen=True)
-class HashTableConfig:
+class HashTableConfig(BlockConfig):
     """2-left bucketed hash table configuration.
 
     ``key_width``, ``value_width``: bits of a key and of its value.
@@ -137,8 +135,6 @@ class HashTableConfig:
         return cls(key_width=104, value_width=76, tag_width=tag_width, buckets=buckets,
                    ways=ways)
 
-    def replace(self, **changes) -> HashTableConfig:
-        return dataclasses.replace(self, **changes)
 
     @property
     def capacity(self) -> int:
@@ -167,9 +163,3 @@ class HashTableConfig:
         return tuple(sum(((key & m).bit_count() & 1) << i
                          for i, m in enumerate(self.hash_masks(side))) for side in (0, 1))
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> HashTableConfig:
-        return cls(**json.loads(text))

@@ -7,11 +7,10 @@ raises :class:`hw.params.ConfigError` naming the field, the value and the allowe
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from ..nic.cnp_config import CnpGenConfig
-from ..params import ConfigError, check_choice, check_int
+from ..params import BlockConfig, ConfigError, check_choice, check_int
 from .cnm_config import CnmGenConfig
 from .hash_table_config import HashTableConfig
 from .qcn_cp_config import QcnCpConfig
@@ -32,7 +31,7 @@ CNP_TAG_WIDTH = 49
 
 
 @dataclass(frozen=True)
-class PrivateCnmConfig:
+class PrivateCnmConfig(BlockConfig):
     """The private CNM (an IPv4/UDP packet, ``docs/l3qcn.md``).
 
     ``cp_ip``: IPv4 source address (the CP's own; see docs for why not the flow's).
@@ -65,8 +64,6 @@ class PrivateCnmConfig:
             raise ConfigError(self, "sample_bytes", self.sample_bytes, "an even integer 0..64")
         check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
 
-    def replace(self, **changes) -> PrivateCnmConfig:
-        return dataclasses.replace(self, **changes)
 
     @property
     def udp_length(self) -> int:
@@ -79,7 +76,7 @@ class PrivateCnmConfig:
 
 
 @dataclass(frozen=True)
-class L3qcnCpConfig:
+class L3qcnCpConfig(BlockConfig):
     """The L3QCN congestion point of one queue (``docs/l3qcn.md``, "Congestion point").
 
     ``mode``: ``"roce"`` (the queue of the RoCEv2 priority: a sampled frame with Fb < 0 gets a
@@ -114,8 +111,6 @@ class L3qcnCpConfig:
         check_int(self, "counter_width", self.counter_width, 8, 64)
         self.table_config()      # validates buckets, ways, hash_seed
 
-    def replace(self, **changes) -> L3qcnCpConfig:
-        return dataclasses.replace(self, **changes)
 
     def table_config(self) -> HashTableConfig:
         return HashTableConfig.cnp_qp(self.buckets, self.ways, CNP_TAG_WIDTH).replace(
@@ -123,7 +118,7 @@ class L3qcnCpConfig:
 
 
 @dataclass(frozen=True)
-class L3qcnTorConfig:
+class L3qcnTorConfig(BlockConfig):
     """The ingress ToR's private-CNM-to-CNM converter (``docs/l3qcn.md``, "ToR").
 
     ``private``: the private CNM format it accepts (``udp_port``, ``sample_bytes``,
@@ -148,8 +143,6 @@ class L3qcnTorConfig:
         self.cnm_config()        # validates tor_mac, cnm_pcp
         self.table_config()      # validates buckets, ways, hash_seed
 
-    def replace(self, **changes) -> L3qcnTorConfig:
-        return dataclasses.replace(self, **changes)
 
     def table_config(self) -> HashTableConfig:
         return HashTableConfig.flow_id(self.buckets, self.ways, 1).replace(

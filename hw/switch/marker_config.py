@@ -8,13 +8,11 @@ register values happens once, in :meth:`MarkerConfig.registers`.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import json
 from dataclasses import dataclass
 
 from ..lfsr import LfsrParams
-from ..params import ConfigError, bits_for, check_choice, check_int, check_real
+from ..params import BlockConfig, ConfigError, bits_for, check_choice, check_int, check_real
 
 __all__ = ["MarkerConfig", "MarkerRegisters", "MarkerReg", "PROFILES"]
 
@@ -67,7 +65,7 @@ class MarkerRegisters:
 
 
 @dataclass(frozen=True)
-class MarkerConfig:
+class MarkerConfig(BlockConfig):
     """Egress congestion point configuration.
 
     Elaboration-time parameters (fixed in the exported Verilog):
@@ -175,8 +173,6 @@ class MarkerConfig:
         kw.setdefault("k_drop", buf_max)
         return cls(profile="dctcp", k_min=k, k_max=k, p_max=1.0, buf_max=buf_max, **kw)
 
-    def replace(self, **changes) -> MarkerConfig:
-        return dataclasses.replace(self, **changes)
 
     # -- derived widths -----------------------------------------------------------------------
     @property
@@ -215,12 +211,3 @@ class MarkerConfig:
         )
 
     # -- serialisation (tests pass configurations to cocotb through the environment) -----------
-    def to_json(self) -> str:
-        d = dataclasses.asdict(self)
-        return json.dumps(d, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> MarkerConfig:
-        d = json.loads(text)
-        d["lfsr"] = LfsrParams(**d["lfsr"])
-        return cls(**d)

@@ -8,12 +8,10 @@ happens once, in :meth:`QcnCpConfig.registers` (``docs/qcn.md``, "Congestion poi
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 
 from ..lfsr import LfsrParams
-from ..params import ConfigError, bits_for, check_int, check_real
+from ..params import BlockConfig, ConfigError, bits_for, check_int, check_real
 
 __all__ = ["QcnCpConfig", "QcnCpRegisters", "SAMPLE_TABLE", "QNTZ_BITS", "QNTZ_MAX",
            "QOFF_UNIT_SHIFT"]
@@ -40,7 +38,7 @@ class QcnCpRegisters:
 
 
 @dataclass(frozen=True)
-class QcnCpConfig:
+class QcnCpConfig(BlockConfig):
     """QCN congestion point configuration (all elaboration-time constants).
 
     ``q_eq``
@@ -97,8 +95,6 @@ class QcnCpConfig:
             raise ConfigError(self, "jitter", self.jitter,
                               f"max(sample_table) * (1 + jitter) < 2**occ_width - 1 (= {occ_max})")
 
-    def replace(self, **changes) -> QcnCpConfig:
-        return dataclasses.replace(self, **changes)
 
     # -- derived widths -----------------------------------------------------------------------
     @property
@@ -125,12 +121,3 @@ class QcnCpConfig:
                               first_interval=self.sample_table[0])
 
     # -- serialisation ---------------------------------------------------------------------------
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> QcnCpConfig:
-        d = json.loads(text)
-        d["lfsr"] = LfsrParams(**d["lfsr"])
-        d["sample_table"] = tuple(d["sample_table"])
-        return cls(**d)

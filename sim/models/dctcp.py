@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hw.params import check_int
+from hw.params import BlockConfig, check_int
 
 ALPHA_ONE = 1024
 
@@ -54,7 +54,7 @@ def ssthresh(cwnd: int, alpha: int) -> int:
 
 
 @dataclass(frozen=True)
-class DctcpConfig:
+class DctcpConfig(BlockConfig):
     """``shift_g`` (g = 2**-shift_g), initial window and ssthresh (packets), window cap, and
     the receiver's ``ack_every`` (1: an ACK per packet; 2: delayed ACK of two)."""
 

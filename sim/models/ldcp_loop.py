@@ -13,18 +13,26 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hw.params import BlockConfig, check_int, check_real
+
 from .ldcp_transport import RxPacket, TAck, TxPacket
 
 __all__ = ["ChannelConfig", "Channel"]
 
 
 @dataclass(frozen=True)
-class ChannelConfig:
+class ChannelConfig(BlockConfig):
     delay: int = 20                 # cycles, one way
     jitter: int = 0                 # extra random delay 0..jitter (order kept)
     p_drop: float = 0.0             # any packet
     p_drop_not_ect: float = 0.0     # ECN-incapable data packets (fast-start drop at K)
     p_mark: float = 0.0             # CE mark of ECN-capable data packets
+
+    def __post_init__(self):
+        check_int(self, "delay", self.delay, 0)
+        check_int(self, "jitter", self.jitter, 0)
+        for name in ("p_drop", "p_drop_not_ect", "p_mark"):
+            check_real(self, name, getattr(self, name), 0.0, 1.0)
 
 
 class Channel:
