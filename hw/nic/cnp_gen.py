@@ -6,8 +6,6 @@ See ``docs/dcqcn.md`` ("CNP generator") and :mod:`sim.models.cnp` (the byte-exac
 
 from __future__ import annotations
 
-from functools import reduce
-
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -23,6 +21,9 @@ from ..layouts import (
     cnp_request_layout,
     csr_write_layout,
 )
+from ..lib.checksum import ones_sum
+from ..lib.crc import icrc_processor
+from ..lib.frame import be_bytes, pack_fields
 from .cnp_config import (
     CNP_OPCODE,
     CNP_PAYLOAD_BYTES,
@@ -34,39 +35,7 @@ from .cnp_config import (
     CnpReg,
 )
 
-__all__ = ["CnpGenerator", "crc32_step_matrix", "pack_fields", "be_bytes"]
-
-CRC32_REFLECTED_POLY = 0xEDB88320   #: the Ethernet / zlib CRC-32, reflected form
-
-
-def crc32_step_matrix(data_bits: int):
-    """The parallel update of the reflected CRC-32 register over ``data_bits`` input bits
-    (input bit 0 first, as Ethernet sends a byte LSB first): for each next-state bit, the state
-    bits and data bits whose XOR it is.  Derived by unrolling the bit-serial LFSR over GF(2)."""
-    state = [{("c", j)} for j in range(32)]
-    for i in range(data_bits):
-        fb = state[0] ^ {("d", i)}
-        state = state[1:] + [set()]
-        for j in range(32):
-            if (CRC32_REFLECTED_POLY >> j) & 1:
-                state[j] = state[j] ^ fb
-    return [(sorted(j for k, j in bit if k == "c"), sorted(i for k, i in bit if k == "d"))
-            for bit in state]
-
-
-def pack_fields(layout, values: dict) -> Value:
-    """A header as a Value, packed through ``layout`` (fields at the layout's offsets)."""
-    parts = []
-    for name, field in sorted(layout, key=lambda nf: nf[1].offset):
-        v = values[name]
-        parts.append(Const(v, field.width) if isinstance(v, int) else Value.cast(v)[:field.width])
-    return Cat(*parts)
-
-
-def be_bytes(value: Value, nbytes: int) -> list[Value]:
-    """The wire bytes of a header Value (a big-endian integer, ``hw.layouts`` convention)."""
-    return [value[8 * (nbytes - 1 - i):8 * (nbytes - i)] for i in range(nbytes)]
-
+__all__ = ["CnpGenerator"]
 
 class CnpGenerator(wiring.Component):
     """RoCEv2 CNP frame generator.
@@ -153,7 +122,6 @@ class CnpGenerator(wiring.Component):
         busy = Signal()
         req = Signal(cnp_request_layout(cfg))
         cksum = Signal(16)                          # IPv4 header checksum of the request
-        crc = Signal(32, init=0xFFFFFFFF)           # reflected CRC-32 register
         crc_words = cfg.crc_bytes // 4
         crc_idx = Signal(range(crc_words))
         crc_done = Signal()
@@ -176,29 +144,26 @@ class CnpGenerator(wiring.Component):
                 total_length=60, id=self.request.payload.ip_id, flags=0b010, frag_offset=0,
                 ttl=regs[CnpReg.TTL], protocol=17, checksum=0, src=self.request.payload.src_ip,
                 dst=self.request.payload.dst_ip))
-            total = sum(hdr[16 * k:16 * (k + 1)] for k in range(10))      # up to 20 bits
-            fold1 = total[:16] + total[16:]
-            fold2 = (fold1[:16] + fold1[16:])[:16]
-            new_cksum = ~fold2
+            new_cksum = ~ones_sum([hdr[16 * k:16 * (k + 1)] for k in range(10)])
         with m.If(req_accept):
             m.d.sync += [req.eq(self.request.payload), busy.eq(1), beat.eq(0), crc_idx.eq(0),
-                         crc_done.eq(0), crc.eq(0xFFFFFFFF)]
+                         crc_done.eq(0)]
             if cfg.ip_version == 4:
                 m.d.sync += cksum.eq(new_cksum)
 
         # ---- stage 1: the ICRC, 4 bytes per cycle ----------------------------------------------
         crc_in = [Const(0xFF, 8)] * 8 + self._ip_udp_bth(req, regs, cksum, masked=True)
         crc_flat = Cat(*crc_in)
-        word = Signal(32)
+        # amaranth.lib.crc, CRC-32 of Ethernet: one 32-bit word (wire byte i in bits [8i, 8i+8))
+        # per cycle, word k of the masked ICRC input at crc_idx == k
+        m.submodules.icrc = icrc_gen = icrc_processor(32)
+        m.d.comb += [icrc_gen.start.eq(req_accept), icrc_gen.valid.eq(busy & ~crc_done)]
         with m.Switch(crc_idx):
             for k in range(crc_words):
                 with m.Case(k) if k < crc_words - 1 else m.Default():
-                    m.d.comb += word.eq(crc_flat[32 * k:32 * (k + 1)])
-        matrix = crc32_step_matrix(32)
-        crc_next = Cat(*[reduce(lambda a, b: a ^ b, [crc[j] for j in cs] + [word[i] for i in ds])
-                         for cs, ds in matrix])
+                    m.d.comb += icrc_gen.data.eq(crc_flat[32 * k:32 * (k + 1)])
         with m.If(busy & ~crc_done):
-            m.d.sync += [crc.eq(crc_next), crc_idx.eq(crc_idx + 1)]
+            m.d.sync += crc_idx.eq(crc_idx + 1)
             with m.If(crc_idx == crc_words - 1):
                 m.d.sync += crc_done.eq(1)
 
@@ -213,7 +178,7 @@ class CnpGenerator(wiring.Component):
             l2 += be_bytes(pack_fields(VLAN_TAG, dict(pcp=regs[CnpReg.CNP_802P_PRIO], dei=0,
                                                       vid=regs[CnpReg.VLAN_ID],
                                                       ethertype=ethertype)), 4)
-        icrc = ~crc                                  # final XOR; sent LSB first
+        icrc = icrc_gen.crc                          # final value; sent LSB first
         frame = l2 + self._ip_udp_bth(req, regs, cksum, masked=False) + \
             [icrc[8 * i:8 * i + 8] for i in range(4)]
         frame += [Const(0, 8)] * (cfg.beats * W - L)

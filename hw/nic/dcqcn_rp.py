@@ -12,11 +12,12 @@ Two parts, as the project's conventions ask for per-flow engines:
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import RpEventKind, RpMode, rp_event_layout, rp_state_layout
+from ..lib.arith import named_wire, umax, umin
 from .dcqcn_config import (
     ALPHA_FRAC,
     ALPHA_ONE,
@@ -32,14 +33,6 @@ from .dcqcn_config import (
 )
 
 __all__ = ["RpDatapath", "DcqcnRp"]
-
-
-def _umax(a, b):
-    return Mux(a > b, a, b)
-
-
-def _umin(a, b):
-    return Mux(a < b, a, b)
 
 
 class RpDatapath:
@@ -78,18 +71,11 @@ class RpDatapath:
         byte_on = r.byte_reset != 0
 
         def wire(name, expr):
-            # A named full-width signal for a value used more than once: the Verilog computes
-            # it once (a reused Python expression would be emitted at every use).
-            sig = Signal(Value.cast(expr).shape(), name=name)
-            m.d.comb += sig.eq(expr)
-            return sig
+            return named_wire(m, name, expr)
 
         def cond_wire(name, cond, expr, width):
-            # Same, truncated to ``width`` bits, and only meaningful (else 0) when ``cond``.
-            sig = Signal(width, name=name)
-            with m.If(cond):
-                m.d.comb += sig.eq(expr)
-            return sig
+            # only meaningful (else 0) when ``cond``, truncated to ``width`` bits
+            return named_wire(m, name, expr, width, cond)
 
         cnp = wire("cnp", self.ev_valid & (self.ev.kind == RpEventKind.CNP))
         tx = self.ev_valid & (self.ev.kind == RpEventKind.TX)
@@ -118,7 +104,7 @@ class RpDatapath:
         AW = ALPHA_FRAC + 1
         decayed = cond_wire("decayed", a_due | cnp, s.alpha - ((s.alpha * r.g) >> G_FRAC), AW)
         plus_g = decayed + (r.g << (ALPHA_FRAC - G_FRAC))
-        raised = cond_wire("raised", a_due | cnp, _umin(plus_g, ALPHA_ONE), AW)  # (1-g)a + g
+        raised = cond_wire("raised", a_due | cnp, umin(plus_g, ALPHA_ONE), AW)  # (1-g)a + g
         if on_cnp:
             with m.If(cnp):
                 m.d.comb += [n.alpha.eq(raised), n.a_cnt.eq(r.k_cycles)]
@@ -150,7 +136,7 @@ class RpDatapath:
                         Mux(b_ev & (s.b_stage != STAGE_MAX), s.b_stage + 1, s.b_stage), 8)
               if byte_on else s.b_stage)
         F = r.threshold
-        hi, lo = (_umax(ts, bs), _umin(ts, bs)) if byte_on else (ts, ts)
+        hi, lo = (umax(ts, bs), umin(ts, bs)) if byte_on else (ts, ts)
         if rule == IncreaseRule.NS3:
             this = Mux(t_ev, ts, bs)
             select = Mux((bs < F) | (ts < F), RpMode.AI, RpMode.HAI)
@@ -168,7 +154,7 @@ class RpDatapath:
             hai_inc = mult * r.hai_rate
         inc = Mux(cls == RpMode.AI, r.ai_rate, Mux(cls == RpMode.HAI, hai_inc, 0))
         rt_sum = s.rt + inc
-        rt_inc = _umin(rt_sum, r.max_rate)
+        rt_inc = umin(rt_sum, r.max_rate)
         if r.rt_guard:
             guard = ((ts == 1) | (bs == 1)) & (s.rt > s.rc * 10)
             rt_inc = Mux(guard, s.rt >> 3, rt_inc)
@@ -177,7 +163,7 @@ class RpDatapath:
         with m.If(inc_ev):
             m.d.comb += [
                 n.rt.eq(rt_inc),
-                n.rc.eq(_umin(_umax(rc_avg, r.min_rate), r.max_rate)),
+                n.rc.eq(umin(umax(rc_avg, r.min_rate), r.max_rate)),
                 n.t_stage.eq(ts), n.b_stage.eq(bs), n.mode.eq(cls),
             ]
             with m.If(t_ev):
@@ -198,11 +184,11 @@ class RpDatapath:
         }[clamp_rule]
         dec = wire("dec", (s.rc * alpha_cut) >> r.gd_shift)
         cut_rc = cond_wire("cut_rc", action, Mux(dec < s.rc, s.rc - dec, 0), RW)
-        new_rc = _umax(cut_rc, r.min_rate)
+        new_rc = umax(cut_rc, r.min_rate)
         if r.min_dec_fac:
             floor = cond_wire("floor", action,
                               (s.rc * r.min_dec_fac + ((1 << MDF_FRAC) - 1)) >> MDF_FRAC, RW)
-            new_rc = _umax(_umax(cut_rc, floor), r.min_rate)
+            new_rc = umax(umax(cut_rc, floor), r.min_rate)
         new_rc = wire("new_rc", new_rc)
         with m.If(action):
             m.d.comb += [n.rc.eq(new_rc), n.rt.eq(Mux(clamp, s.rc, s.rt))]

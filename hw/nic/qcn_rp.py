@@ -11,17 +11,10 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import QcnRpEventKind, qcn_rp_event_layout, qcn_rp_state_layout
+from ..lib.arith import umax, umin
 from .qcn_rp_config import MDF_FRAC, STAGE_MAX, QcnRpConfig
 
 __all__ = ["QcnRp"]
-
-
-def _min(a, b):
-    return Mux(a < b, a, b)
-
-
-def _max(a, b):
-    return Mux(a > b, a, b)
 
 
 class QcnRp(wiring.Component):
@@ -99,15 +92,15 @@ class QcnRp(wiring.Component):
         tr0 = Mux(guard, st.tr >> 3, st.tr)
         both_hi = (b_stage > F) & (t_stage > F)
         any_hi = (b_stage > F) | (t_stage > F)
-        i = (_min(b_stage, t_stage) - F)[:8]
+        i = (umin(b_stage, t_stage) - F)[:8]
         step = Mux(both_hi, i * reg.hai_rate, Mux(any_hi, reg.ai_rate, 0))
-        tr_inc = _min(tr0 + step, reg.line_rate)[:RW]
-        cr_inc = _min((st.cr + tr_inc) >> 1, reg.line_rate)[:RW]
+        tr_inc = umin(tr0 + step, reg.line_rate)[:RW]
+        cr_inc = umin((st.cr + tr_inc) >> 1, reg.line_rate)[:RW]
 
         # ---- cut --------------------------------------------------------------------------------
         cut = st.cr - ((st.cr * ev.fb) >> reg.gd_shift)
-        floor = _max((st.cr * reg.min_dec_fac) >> MDF_FRAC, reg.min_rate)
-        cr_cut = _max(cut, floor)[:RW]
+        floor = umax((st.cr * reg.min_dec_fac) >> MDF_FRAC, reg.min_rate)
+        cr_cut = umax(cut, floor)[:RW]
 
         with m.If(is_cnm):
             m.d.sync += [

@@ -5,13 +5,12 @@ See ``docs/qcn.md`` ("CNM frame generator") and :mod:`sim.models.cnm` for the by
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import CN_TAG, CNM_PDU, ETH_HEADER, VLAN_TAG, byte_beat_layout, cnm_request_layout
-from ..nic.cnp_gen import be_bytes, pack_fields
-from ..params import bits_for
+from ..lib.frame import be_bytes, pack_fields, shift_out
 from .cnm_config import (
     CNM_ETHERTYPE,
     CNM_HEADER_BYTES,
@@ -21,29 +20,7 @@ from .cnm_config import (
     CnmGenConfig,
 )
 
-__all__ = ["CnmGenerator", "shift_out"]
-
-
-def shift_out(m: Module, out, data_bytes: int, max_bytes: int, load, body, length) -> Value:
-    """Shift a frame out of one register onto the byte stream ``out``, ``data_bytes`` per beat
-    (``keep``, ``last``), one beat per clock.  ``load`` (only while idle) takes ``body`` (wire
-    byte i in bits [8i, 8i+8)) and ``length`` (bytes >= 1).  Returns ``idle``."""
-    DB = data_bytes
-    nbeats = -(-max_bytes // DB)
-    buf = Signal(8 * DB * nbeats)
-    left = Signal(bits_for(max_bytes))
-    last = left <= DB
-    m.d.comb += [
-        out.valid.eq(left != 0),
-        out.payload.data.eq(buf[:8 * DB]),
-        out.payload.keep.eq(Mux(last, (Const(1, DB + 1) << left) - 1, (1 << DB) - 1)),
-        out.payload.last.eq(last),
-    ]
-    with m.If(out.valid & out.ready):
-        m.d.sync += [buf.eq(buf >> (8 * DB)), left.eq(Mux(last, 0, left - DB))]
-    with m.If(load):
-        m.d.sync += [buf.eq(body), left.eq(length)]
-    return left == 0
+__all__ = ["CnmGenerator"]
 
 
 class CnmGenerator(wiring.Component):

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from functools import reduce
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import HtOp, HtStatus, ht_command_layout, ht_entry_layout, ht_result_layout
+from ..lib.arith import popcount, saturating_inc
 from .hash_table_config import HashTableConfig
 
-__all__ = ["HashTable", "h3_hash", "saturating_inc", "popcount"]
+__all__ = ["HashTable", "h3_hash"]
 
 
 def h3_hash(cfg: HashTableConfig, key, side: int):
@@ -26,15 +27,6 @@ def h3_hash(cfg: HashTableConfig, key, side: int):
         taps = [key[j] for j in range(cfg.key_width) if (mask >> j) & 1]
         bits.append(reduce(lambda a, b: a ^ b, taps) if taps else Const(0, 1))
     return Cat(*bits)
-
-
-def saturating_inc(counter: Signal):
-    """``counter + 1``, holding at all ones."""
-    return counter + (counter != (1 << len(counter)) - 1)
-
-
-def popcount(bits) -> Value:
-    return sum(bits[i] for i in range(len(bits)))
 
 
 class HashTable(wiring.Component):

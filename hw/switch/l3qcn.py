@@ -26,9 +26,12 @@ from ..layouts import (
     private_cnm_request_layout,
     tor_learn_layout,
 )
-from ..nic.cnp_gen import CnpGenerator, be_bytes, pack_fields
-from .cnm_gen import CnmGenerator, shift_out
-from .hash_table import HashTable, saturating_inc
+from ..lib.arith import saturating_inc
+from ..lib.checksum import be_words, ones_sum
+from ..lib.frame import be_bytes, from_be, pack_fields, shift_out
+from ..nic.cnp_gen import CnpGenerator
+from .cnm_gen import CnmGenerator
+from .hash_table import HashTable
 from .l3qcn_config import (
     PRIVATE_CNM_PDU_BYTES,
     PRIVATE_CNM_VERSION,
@@ -38,33 +41,7 @@ from .l3qcn_config import (
 )
 from .qcn_cp import QcnCp
 
-__all__ = ["PrivateCnmGen", "L3qcnCp", "L3qcnTor", "ones_sum"]
-
-
-def ones_sum(words: list[Value], bound: int | None = None) -> Value:
-    """One's complement sum (RFC 1071) of 16-bit values, folded to 16 bits: end-around carries
-    are added back until the value provably fits (the bound is tracked per fold).  ``bound``:
-    the largest possible plain sum, when ``words`` are themselves plain sums of 16-bit words
-    (default ``0xFFFF * len(words)``)."""
-    total = sum(words)
-    bound = 0xFFFF * len(words) if bound is None else bound
-    while bound > 0xFFFF:
-        hi = bound >> 16
-        total = total[:16] + total[16:]
-        bound = max((bound & 0xFFFF) + hi, 0xFFFF + hi - 1)
-    return total[:16]
-
-
-def _words(byte_list: list[Value]) -> list[Value]:
-    """Big-endian 16-bit words of a list of bytes (odd length: zero padded)."""
-    if len(byte_list) % 2:
-        byte_list = byte_list + [Const(0, 8)]
-    return [Cat(byte_list[i + 1], byte_list[i]) for i in range(0, len(byte_list), 2)]
-
-
-def _from_be(layout, byte_list: list[Value]) -> data.View:
-    """A header layout viewed over wire bytes (byte 0 most significant, ``hw.layouts``)."""
-    return data.View(layout, Cat(*reversed(byte_list)))
+__all__ = ["PrivateCnmGen", "L3qcnCp", "L3qcnTor"]
 
 
 class PrivateCnmGen(wiring.Component):
@@ -136,10 +113,10 @@ class PrivateCnmGen(wiring.Component):
 
         # ---- stage 1: plain sums of the checksummed words, the UDP ones in two halves ---------
         zero_ck = self._bytes(req, Const(0, 16), Const(0, 16))
-        pseudo = _words(be_bytes(Cat(Const(cfg.udp_length, 16), Const(17, 16),
+        pseudo = be_words(be_bytes(Cat(Const(cfg.udp_length, 16), Const(17, 16),
                                      req.src_ip, Const(cfg.cp_ip, 32)), 12))
-        udp_words = pseudo + _words(zero_ck[20:])
-        groups = [_words(zero_ck[:20]), udp_words[:len(udp_words) // 2],
+        udp_words = pseudo + be_words(zero_ck[20:])
+        groups = [be_words(zero_ck[:20]), udp_words[:len(udp_words) // 2],
                   udp_words[len(udp_words) // 2:]]
         bounds = [0xFFFF * len(g) for g in groups]
         partial = [Signal(range(b + 1), name=f"partial{i}") for i, b in enumerate(bounds)]
@@ -385,15 +362,15 @@ class L3qcnTor(wiring.Component):
                 m.d.sync += busy.eq(1)
 
         byte = [buf[8 * i:8 * i + 8] for i in range(CAP)]
-        ip = _from_be(IPV4_HEADER, byte[:20])
-        udp = _from_be(UDP_HEADER, byte[20:28])
-        pdu = _from_be(PRIVATE_CNM_PDU, byte[28:28 + PRIVATE_CNM_PDU_BYTES])
+        ip = from_be(IPV4_HEADER, byte[:20])
+        udp = from_be(UDP_HEADER, byte[20:28])
+        pdu = from_be(PRIVATE_CNM_PDU, byte[28:28 + PRIVATE_CNM_PDU_BYTES])
         sample = Cat(*byte[28 + PRIVATE_CNM_PDU_BYTES:]) if pcfg.sample_bytes else Const(0, 1)
 
         # ---- stage A: checksums (registered) -----------------------------------------------------
         ip_sum, udp_sum = Signal(16), Signal(16)
-        pseudo = _words(byte[12:20]) + [Const(17, 16), Const(pcfg.udp_length, 16)]
-        udp_total = ones_sum(pseudo + _words(byte[20:]))
+        pseudo = be_words(byte[12:20]) + [Const(17, 16), Const(pcfg.udp_length, 16)]
+        udp_total = ones_sum(pseudo + be_words(byte[20:]))
 
         # ---- stage B: classification -------------------------------------------------------------
         other = ((length < 24) | (byte[0] != 0x45) | (byte[9] != 17)
@@ -445,7 +422,7 @@ class L3qcnTor(wiring.Component):
             with m.If(self.packet.valid & self.packet.ready & beat.last):
                 m.d.sync += state.eq(TorState.SUM)
         with m.Elif(state == TorState.SUM):
-            m.d.sync += [ip_sum.eq(ones_sum(_words(byte[:20]))), udp_sum.eq(udp_total),
+            m.d.sync += [ip_sum.eq(ones_sum(be_words(byte[:20]))), udp_sum.eq(udp_total),
                          state.eq(TorState.CLASSIFY)]
         with m.Elif(state == TorState.CLASSIFY):
             _count(m, self.other, other)
