@@ -23,6 +23,7 @@ from hw.switch.cnm_config import (
     VLAN_TPID,
     CnmGenConfig,
 )
+from sim.models.packets import header_bytes
 
 __all__ = ["CnmRequest", "CnmModel", "pack_cnm_request"]
 
@@ -43,11 +44,6 @@ class CnmRequest:
     cpid_high: int = 0  # upper 6 bytes of the CPID when cfg.cpid_from_request (else cp_mac)
 
 
-def _be(layout, values: dict) -> bytes:
-    codec = LayoutCodec(layout)
-    return codec.pack(values).to_bytes(layout.size // 8, "big")
-
-
 def pack_cnm_request(cfg: CnmGenConfig, r: CnmRequest) -> int:
     msdu = r.msdu[:cfg.msdu_bytes].ljust(cfg.msdu_bytes, b"\0")
     extra = {"cpid_high": r.cpid_high} if cfg.cpid_from_request else {}
@@ -64,12 +60,13 @@ class CnmModel:
 
     def frame(self, r: CnmRequest) -> bytes:
         cfg = self.cfg
-        out = _be(ETH_HEADER, {"dst": r.dst_mac, "src": cfg.cp_mac, "ethertype": VLAN_TPID})
-        out += _be(VLAN_TAG, {"pcp": cfg.cnm_pcp, "dei": 0, "vid": r.vid,
-                              "ethertype": CNTAG_ETHERTYPE})
-        out += _be(CN_TAG, {"rpid": r.rpid, "ethertype": CNM_ETHERTYPE})
+        out = header_bytes(ETH_HEADER, {"dst": r.dst_mac, "src": cfg.cp_mac,
+                                        "ethertype": VLAN_TPID})
+        out += header_bytes(VLAN_TAG, {"pcp": cfg.cnm_pcp, "dei": 0, "vid": r.vid,
+                                       "ethertype": CNTAG_ETHERTYPE})
+        out += header_bytes(CN_TAG, {"rpid": r.rpid, "ethertype": CNM_ETHERTYPE})
         cpid_high = r.cpid_high if cfg.cpid_from_request else cfg.cp_mac
-        out += _be(CNM_PDU, {
+        out += header_bytes(CNM_PDU, {
             "version": 0, "resv": 0, "qntz_fb": r.qntz_fb, "cpid": (cpid_high << 16) | r.cpid_low,
             "q_off": r.q_off & 0xFFFF, "q_delta": r.q_delta & 0xFFFF, "enc_prio": r.enc_prio,
             "enc_resv": 0, "enc_dst": r.enc_dst, "msdu_len": r.msdu_len})

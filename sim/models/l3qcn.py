@@ -50,8 +50,9 @@ from hw.switch.l3qcn_config import (
     PrivateCnmConfig,
 )
 from sim.models.cnm import CnmModel, CnmRequest
-from sim.models.cnp import CnpModel, CnpRequest, ipv4_checksum
+from sim.models.cnp import CnpModel, CnpRequest
 from sim.models.hash_table import HashTableModel
+from sim.models.packets import codec, header_bytes, ipv4_header, ones_sum, udp_checksum
 from sim.models.qcn import CpFrame, CpModel
 
 __all__ = ["FiveTuple", "FlowInfo", "CnpQpTable", "FlowIdTable", "PrivateCnmRequest",
@@ -62,9 +63,7 @@ __all__ = ["FiveTuple", "FlowInfo", "CnpQpTable", "FlowIdTable", "PrivateCnmRequ
 _KEY = LayoutCodec(CNP_QP_KEY)
 _TUPLE = LayoutCodec(FIVE_TUPLE)
 _FLOW = LayoutCodec(FLOW_ID_VALUE)
-_IP = LayoutCodec(IPV4_HEADER)
-_UDP = LayoutCodec(UDP_HEADER)
-_PDU = LayoutCodec(PRIVATE_CNM_PDU)
+_IP, _UDP, _PDU = codec(IPV4_HEADER), codec(UDP_HEADER), codec(PRIVATE_CNM_PDU)
 
 
 @dataclass(frozen=True)
@@ -169,41 +168,12 @@ class PrivateCnm:
     sample: bytes = field(default=b"")
 
 
-def _be(codec: LayoutCodec, values: dict) -> bytes:
-    return codec.pack(values).to_bytes(codec.size // 8, "big")
-
-
-def _ones_sum(data: bytes) -> int:
-    data = data + b"\0" * (len(data) % 2)
-    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
-    while total > 0xFFFF:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
-
-
-def udp_checksum(src_ip: int, dst_ip: int, udp: bytes) -> int:
-    """RFC 768 over the IPv4 pseudo-header and the UDP datagram (checksum field zero);
-    a computed 0 is sent as 0xFFFF."""
-    pseudo = src_ip.to_bytes(4, "big") + dst_ip.to_bytes(4, "big") + bytes([0, 17])
-    pseudo += len(udp).to_bytes(2, "big")
-    c = ~_ones_sum(pseudo + udp) & 0xFFFF
-    return c or 0xFFFF
-
-
-def _ipv4(cfg_dscp: int, cfg_ecn: int, ttl: int, total: int, src: int, dst: int) -> bytes:
-    fields = dict(version=4, ihl=5, dscp=cfg_dscp, ecn=cfg_ecn, total_length=total, id=0,
-                  flags=0b010, frag_offset=0, ttl=ttl, protocol=17, checksum=0, src=src,
-                  dst=dst)
-    fields["checksum"] = ipv4_checksum(_be(_IP, fields))
-    return _be(_IP, fields)
-
-
 def build_private_cnm(cfg: PrivateCnmConfig, r: PrivateCnmRequest) -> bytes:
     """The private CNM as an IPv4 packet: IPv4 (CP -> the flow's source, DF, id 0) | UDP
     (sport, dport = cfg.udp_port, checksum) | PDU (32 bytes) | sampled bytes (sample_bytes,
     bytes beyond msdu_len zero)."""
     f = r.flow
-    pdu = _be(_PDU, dict(
+    pdu = header_bytes(PRIVATE_CNM_PDU, dict(
         version=PRIVATE_CNM_VERSION, resv0=0, resv1=0, qntz_fb=r.qntz_fb, enc_prio=r.enc_prio,
         resv2=0, cpid=cfg.cpid, q_off=r.q_off & 0xFFFF, q_delta=r.q_delta & 0xFFFF,
         src_ip=f.src_ip, dst_ip=f.dst_ip, sport=f.sport, dport=f.dport, protocol=f.protocol,
@@ -211,12 +181,11 @@ def build_private_cnm(cfg: PrivateCnmConfig, r: PrivateCnmRequest) -> bytes:
     n = min(r.msdu_len, cfg.sample_bytes)
     sample = r.sample[:n].ljust(cfg.sample_bytes, b"\0")
     payload = pdu + sample
-    udp = _be(_UDP, dict(sport=cfg.udp_sport, dport=cfg.udp_port, length=cfg.udp_length,
-                         checksum=0))
-    csum = udp_checksum(cfg.cp_ip, f.src_ip, udp + payload)
-    udp = _be(_UDP, dict(sport=cfg.udp_sport, dport=cfg.udp_port, length=cfg.udp_length,
-                         checksum=csum))
-    ip = _ipv4(cfg.dscp, cfg.ecn, cfg.ttl, cfg.packet_bytes, cfg.cp_ip, f.src_ip)
+    udp = dict(sport=cfg.udp_sport, dport=cfg.udp_port, length=cfg.udp_length, checksum=0)
+    udp["checksum"] = udp_checksum(cfg.cp_ip, f.src_ip, header_bytes(UDP_HEADER, udp) + payload)
+    udp = header_bytes(UDP_HEADER, udp)
+    ip = ipv4_header(dscp=cfg.dscp, ecn=cfg.ecn, ttl=cfg.ttl, total_length=cfg.packet_bytes,
+                     src=cfg.cp_ip, dst=f.src_ip)
     return ip + udp + payload
 
 
@@ -239,10 +208,10 @@ def classify(cfg: PrivateCnmConfig, pkt: bytes) -> tuple[str, PrivateCnm | None]
     udp = _UDP.unpack(int.from_bytes(pkt[20:28], "big"))
     body = pkt[28:]
     pdu = _PDU.unpack(int.from_bytes(body[:PRIVATE_CNM_PDU_BYTES], "big"))
-    udp_ok = udp["checksum"] == 0 or _ones_sum(
+    udp_ok = udp["checksum"] == 0 or ones_sum(
         ip["src"].to_bytes(4, "big") + ip["dst"].to_bytes(4, "big") + bytes([0, 17])
         + cfg.udp_length.to_bytes(2, "big") + pkt[20:]) == 0xFFFF
-    if (ip["total_length"] != cfg.packet_bytes or _ones_sum(pkt[:20]) != 0xFFFF
+    if (ip["total_length"] != cfg.packet_bytes or ones_sum(pkt[:20]) != 0xFFFF
             or ip["flags"] & 1 or ip["frag_offset"] or udp["length"] != cfg.udp_length
             or not udp_ok or pdu["version"] != PRIVATE_CNM_VERSION):
         return "malformed", None
