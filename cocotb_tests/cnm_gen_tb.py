@@ -1,5 +1,5 @@
 """cocotb testbench: the exported CNM generator, frame by frame, against the byte-exact model,
-an independent parse of the packets.md PDU layout and scapy's Ethernet/802.1Q layers.
+an independent parse of the IEEE 802.1Qau CNM PDU layout and scapy's Ethernet/802.1Q layers.
 
 Run through ``cocotb_tests/test_cnm_gen.py`` with the configuration as JSON in ``CC_CONFIG``.
 Requests go in through a StreamDriver (idle pattern); beats are read with back-pressure and

@@ -5,7 +5,8 @@ Run through ``cocotb_tests/test_cnp_gen.py`` with the configuration as JSON in `
 Requests and register writes go in through stream drivers (with idle patterns); the frame stream
 is read with back-pressure, beats are assembled into bytes through ``keep``, and each frame is
 compared with :class:`sim.models.cnp.CnpModel` in order; one frame in ten is also compared with
-the frame scapy builds on its own.  The golden CNP of ``packets.md`` is checked byte for byte.
+the frame scapy builds on its own.  The golden CNP (the public "RoCEv2 CNP packet format example")
+is checked byte for byte.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def config_from_env() -> CnpGenConfig:
 
 @cocotb.test()
 async def golden_frame(dut):
-    """packets.md's golden CNP: set TOS 0x89 and TTL 0x20 through the registers."""
+    """The golden CNP (public RoCEv2 CNP example): set TOS 0x89 and TTL 0x20 through the
+    registers."""
     cfg = config_from_env()
     tb = CnpTB(dut, cfg, test_seed(1))
     await tb.start()

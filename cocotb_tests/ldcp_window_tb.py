@@ -9,7 +9,7 @@ the model in lock-step with the clock: in every cycle it drives the inputs (ACK,
 :class:`sim.models.ldcp_window.LdcpWindowModel`; at the edge the model takes the same inputs.
 The updates leave through an in-order scoreboard (expected when the model issues them, compared
 when ``upd_valid`` shows them).  Directed tests take their expected values from the draft's
-equations and the known answers of validation.md, not from the model.
+equations and the known answers worked from the draft's equations, not from the model.
 """
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ async def random_acks(dut):
 
 
 # ------------------------------------------------------------------------------------------------
-# Directed tests (expected values from the draft's equations and validation.md)
+# Directed tests (expected values from the draft's equations and the known answers worked from them)
 # ------------------------------------------------------------------------------------------------
 def q(x: float) -> int:
     return round(x * ONE)
@@ -292,7 +292,8 @@ async def single(tb: LdcpWindowTB, ack: Ack) -> int:
 @cocotb.test()
 async def corners(dut):
     """Floor with marks, cap with unmarked ACKs, exactly 1, n = m, the crossings, the
-    smallest alpha and beta, alpha = beta = 1, and the known answers of validation.md."""
+    smallest alpha and beta, alpha = beta = 1, and the known answers worked from the draft's
+    equations."""
     cfg = config_from_env()
     tb = LdcpWindowTB(dut, cfg, test_seed(7))
     await tb.start()
@@ -318,7 +319,7 @@ async def corners(dut):
         await check(1 - gamma, False, n)            # sub-1 step crossing 1
         await check(3.0, True, n)                   # linear decrease (maybe crossing)
         await check(3.0, False, n, exact=False)
-    # validation.md, gamma = 1/8 (set through the register)
+    # known answer, gamma = 1/8 (set through the register)
     await tb.write(LdcpWindowReg.GAMMA, ONE // 8)
     for cw0, ece, want in ((0.5, True, 0.25), (0.2, True, 0.125), (0.5, False, 0.625)):
         await tb.write(LdcpWindowReg.CW, q(cw0))
@@ -372,7 +373,7 @@ async def throughput_and_latency(dut):
 async def timer_long_run(dut):
     """Sub-1 timer with the window moving through the sub-1 range (each window loaded and held
     for a while): releases are spaced floor or ceil of RTT / cw cycles (exact rationals), and
-    over the whole run their number equals sum(cw) / RTT within one packet (validation.md)."""
+    over the whole run their number equals sum(cw) / RTT within one packet."""
     cfg = config_from_env()
     tb = LdcpWindowTB(dut, cfg, test_seed(9))
     await tb.start()

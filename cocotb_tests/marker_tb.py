@@ -5,7 +5,7 @@ it here as JSON in ``CC_CONFIG``.  Every decision is compared with
 :class:`sim.models.marker.MarkerModel`, in order; counters and registers are read back and
 compared whenever the pipeline is drained; every queue is empty at the end of every test.
 
-Directed tests derive their expected values from the rules of the spec (``switch.md`` §1) and
+Directed tests derive their expected values from the marking rules (``docs/switch-marker.md``) and
 the float reference, not from the golden model; the golden model is checked alongside.
 """
 

@@ -5,7 +5,8 @@ Frames go in through a StreamDriver (idle pattern) whose ``on_accept`` steps
 :class:`sim.models.qcn.CpModel`; every decision is compared in order by a Scoreboard (monitor
 with back-pressure).  The queue depth follows a random walk through calm and congested phases
 so that every qntzFb band (hence every sampling interval) is visited; coverage is counted and
-asserted.  ``known_answers`` runs the validation.md vectors with hand-derived expectations.
+asserted.  ``known_answers`` runs known-answer vectors (IEEE 802.1Qau equations) with hand-derived
+expectations.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ async def random_frames(dut):
         assert tb.bands == set(range(8)), f"qntzFb bands visited: {sorted(tb.bands)}"
 
 
-# validation.md "QCN congestion point", Q_eq 26000, w 2; expectations derived by hand:
+# Known answers of the IEEE 802.1Qau congestion point, Q_eq 26000, w 2; expectations derived by
+# hand:
 # qntzFb = ceil(min(|Fb|, 130000) * 63 / 130000); QOffset, QDelta = floor(bytes / 64).
 KNOWN = [
     ((36_000, 40_000), CpDecision(True, True, 11, 218, 62)),      # Fb -22000

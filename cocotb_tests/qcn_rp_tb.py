@@ -78,7 +78,8 @@ async def random_events(dut):
 
 @cocotb.test()
 async def known_answers(dut):
-    """validation.md: qntzFb = 10 cuts to CR (1 - 10/128); the MIB timer expires 15 ms after
+    """Known answer (IEEE 802.1Qau): qntzFb = 10 cuts to CR (1 - 10/128); the MIB timer expires 15
+    ms after
     the cut; 5 fast-recovery byte cycles (values by hand)."""
     cfg = config_from_env()
     assert cfg == QcnRpConfig(), "known answers are for the MIB defaults"

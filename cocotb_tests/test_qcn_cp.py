@@ -16,7 +16,8 @@ TB = "cocotb_tests.qcn_cp_tb"
 #: The default congestion point with the sampling table scaled down 16x (so that 40,000 frames
 #: give thousands of samples) and the jitter at its maximum.
 RANDOM_CFG = QcnCpConfig(sample_table=tuple(s // 16 for s in SAMPLE_TABLE), jitter=0.5)
-#: validation.md vectors: every frame is a sample, no jitter.
+#: known-answer vectors (IEEE 802.1Qau equations, worked by hand): every frame is a sample, no
+#: jitter.
 KNOWN_CFG = QcnCpConfig(sample_table=(1,) * 8, jitter=0.0)
 
 

@@ -1,5 +1,5 @@
 """QCN CNM frame generator: configuration, a hand-written golden frame, the model's frames
-against an independent parse of the PDU layout of packets.md and against scapy's Ethernet and
+against an independent parse of the IEEE 802.1Qau CNM PDU layout and against scapy's Ethernet and
 802.1Q layers, and the RTL in Amaranth's simulator against the model."""
 
 import random
@@ -18,7 +18,7 @@ from sim.models.cnm import CnmModel, CnmRequest, pack_cnm_request
 REQ = CnmRequest(dst_mac=0x112233445566, vid=5, rpid=0xABCD, cpid_low=0x0102, qntz_fb=11,
                  q_off=-3, q_delta=62, enc_prio=3, enc_dst=0xA0A1A2A3A4A5, msdu_len=4,
                  msdu=b"\xde\xad\xbe\xef")
-#: written by hand from packets.md (CNM PDU table) for REQ with the default configuration
+#: written by hand from the IEEE 802.1Qau CNM PDU layout for REQ with the default configuration
 GOLDEN = bytes.fromhex(
     "112233445566" "02000000c001" "8100"           # DA, SA = cp_mac, TPID
     "c005" "22e9"                                  # PCP 6, DEI 0, VID 5; CN-TAG ethertype
@@ -44,7 +44,7 @@ def test_golden_frame():
 
 
 def parse_cnm(frame: bytes) -> dict:
-    """Independent parse, from the packets.md table (struct offsets), of a CNM frame."""
+    """Independent parse, from the IEEE 802.1Qau CNM PDU layout (struct offsets), of a CNM frame."""
     eth_dst, eth_src, tpid, tci, cn_type, rpid, ethertype = struct.unpack(
         ">6s6sHHHHH", frame[:22])
     b0, b1, cpid, q_off, q_delta, prio, enc_dst, msdu_len = struct.unpack(

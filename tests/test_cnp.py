@@ -1,4 +1,5 @@
-"""CNP frame generator: the golden CNP of packets.md byte for byte, scapy.contrib.roce on random
+"""CNP frame generator: the golden CNP (public RoCEv2 CNP example) byte for byte,
+scapy.contrib.roce on random
 inputs (IPv4 and IPv6, with and without L2), the parallel CRC against zlib, configuration
 errors, and the RTL (Amaranth simulator) against the model with back-pressure and register
 writes."""
@@ -15,13 +16,13 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
-from hw.nic.cnp_config import CnpGenConfig, CnpReg
 from hw.lib.crc import icrc_processor
+from hw.nic.cnp_config import CnpGenConfig, CnpReg
 from hw.nic.cnp_gen import CnpGenerator
 from hw.params import ConfigError
 from sim.models.cnp import CnpModel, CnpRequest, frame_beats, ipv4_checksum, pack_request
 
-#: packets.md, "Golden CNP" (IPv4 header through ICRC), from the public "RoCEv2 CNP packet
+#: Golden CNP (IPv4 header through ICRC), from the public "RoCEv2 CNP packet
 #: format example": src 22.22.22.8, dst 22.22.22.7, TOS 0x89, id 0x98c6, TTL 0x20, UDP source
 #: port 56238, DestQP 0xD2.
 GOLDEN = bytes.fromhex(

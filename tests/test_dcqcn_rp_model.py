@@ -184,7 +184,7 @@ def test_connectx_holdoff_min_dec_fac_first_rate():
 
 
 def test_validation_bounds_random():
-    """validation.md: one cut never below rpg_min_dec_fac x Rc nor below the minimum rate, and
+    """DCQCN bounds: one cut never below rpg_min_dec_fac x Rc nor below the minimum rate, and
     the rate never exceeds the line rate."""
     rng = random.Random(7)
     for p in PROFILES:

@@ -1,4 +1,5 @@
-"""DCTCP golden model: the Linux integer known answers of validation.md, the receiver's ECE
+"""DCTCP golden model: the Linux integer known answers (net/ipv4/tcp_dctcp.c arithmetic, worked by
+hand), the receiver's ECE
 state machine, and the sender's once-per-window cut."""
 
 import pytest
@@ -15,7 +16,7 @@ from sim.models.dctcp import (
 
 
 def test_alpha_known_answers():
-    """validation.md: alpha from 1024 (shift_g 4) through (delivered, delivered_ce) windows."""
+    """Linux tcp_dctcp.c: alpha from 1024 (shift_g 4) through (delivered, delivered_ce) windows."""
     alpha = 1024
     seen = []
     for delivered, ce in [(10, 0), (10, 5), (10, 10), (10, 10), (20, 1), (10, 0)]:

@@ -1,7 +1,7 @@
 """L3QCN golden models: configuration errors, the private CNM against scapy's IPv4/UDP and an
 independent parse of the layout table of docs/l3qcn.md, the ToR's classification of malformed
 and foreign packets, the two tables' model API (a miss never gives another key's value), the
-switch-built CNP against scapy.contrib.roce, the ToR's CNM against the packets.md PDU layout,
+switch-built CNP against scapy.contrib.roce, the ToR's CNM against the IEEE 802.1Qau CNM PDU layout,
 and the private CNM generator's RTL in Amaranth's simulator.  Helpers are shared with the
 cocotb testbenches (cocotb_tests/l3qcn_*_tb.py)."""
 
@@ -286,7 +286,7 @@ def test_cp_roce_cnp_against_scapy_and_misses():
 
 def test_cp_qcn_to_tor_to_cnm():
     """Private CNMs of the CP model through the ToR model: CNM fields (independent parse of
-    the packets.md PDU) carry the remote CPID, the feedback and what the ToR learnt."""
+    the IEEE 802.1Qau CNM PDU) carry the remote CPID, the feedback and what the ToR learnt."""
     cp_cfg, tor_cfg = L3qcnCpConfig(mode="qcn"), L3qcnTorConfig()
     cp, tor, rng = L3qcnCpModel(cp_cfg), TorModel(tor_cfg), random.Random(16)
     flows = [random_flow(rng) for _ in range(10)]

@@ -1,4 +1,4 @@
-"""L3QCN end to end in the golden world (issue 6): a QCN source behind an L3 hop slows down on
+"""L3QCN end to end in the golden world: a QCN source behind an L3 hop slows down on
 private CNMs that the ingress ToR's model turns into standard CNMs.
 
 Topology (one flow)::

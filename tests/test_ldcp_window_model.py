@@ -1,8 +1,10 @@
 """LDCP window engine: configuration, bit-exact model against the float reference of the draft,
-the known answers of validation.md, the reciprocal table, the coalescing wrapper and the timer.
+the known answers worked from the draft's equations, the reciprocal table, the coalescing wrapper
+and the timer.
 
 Expected values come from the draft's equations (sim/reference/ldcp_window.py, exact rationals
-for the timer) and from validation.md, never from the model itself.  The error bounds used here
+for the timer) and from known answers worked from the draft, never from the model itself.  The
+error bounds used here
 are derived in docs/ldcp-window.md ("Error against the float equations").
 """
 
@@ -103,7 +105,7 @@ def test_recip_table_shape():
 
 
 # ------------------------------------------------------------------------------------------------
-# Known answers (validation.md, LDCP)
+# Known answers (worked from the draft's equations)
 # ------------------------------------------------------------------------------------------------
 def q(x: float) -> int:
     return round(x * ONE)
@@ -367,7 +369,7 @@ def test_timer_constant_window(cw):
 
 
 def test_timer_releases_follow_moving_window():
-    """validation.md: over a long run the released packets equal sum(cw)/RTT within one."""
+    """Over a long run the released packets equal sum(cw)/RTT within one."""
     cfg = LdcpWindowConfig(cw_init=0.5, gamma=1 / 16, rtt_us=0.2, m=2)   # RTT = 50 cycles
     model = LdcpWindowModel(cfg)
     rng = random.Random(4)

@@ -123,7 +123,7 @@ def test_quantization_gap_to_float_reference_is_bounded(draw_bits, p_max):
 
 
 def test_marking_statistics_over_a_million_decisions():
-    """validation.md: with a constant queue inside the ramp, the fraction of ECN-capable packets
+    """RED statistics: with a constant queue inside the ramp, the fraction of ECN-capable packets
     marked over 10^6 decisions equals P_max (q - K_min)/(K_max - K_min) within 3 standard
     deviations (plus the quantization bound), for several q across the ramp."""
     cfg = MarkerConfig.ldcp(k_min=20_000, k_max=60_000, p_max=0.3, k_drop=30_000,

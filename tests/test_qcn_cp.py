@@ -1,4 +1,4 @@
-"""QCN congestion point: configuration, validation.md known answers, the quantization against
+"""QCN congestion point: configuration, IEEE 802.1Qau known answers, the quantization against
 exact rationals, the bit-exact model against the float reference, and the RTL in Amaranth's
 simulator against the model.  (The long random runs are in cocotb_tests/, on Verilator.)"""
 
@@ -40,7 +40,7 @@ def test_defaults_are_the_mib_values():
     assert QcnCpConfig.from_json(cfg.to_json()) == cfg
 
 
-# validation.md, "QCN congestion point", Q_eq 26000, w 2:
+# Known answers of the IEEE 802.1Qau congestion point, Q_eq 26000, w 2:
 #   (Q, Q_old) -> Fb, message; qntzFb by hand: ceil(min(|Fb|, 130000) * 63 / 130000);
 #   QOffset/QDelta by hand: floor(bytes / 64).
 KNOWN = [

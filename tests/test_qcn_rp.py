@@ -1,4 +1,4 @@
-"""QCN reaction point: configuration, validation.md known answers, hand-derived recovery, the
+"""QCN reaction point: configuration, IEEE 802.1Qau known answers, hand-derived recovery, the
 bit-exact model against the float reference, and the RTL in Amaranth's simulator against the
 model.  (The long random runs are in cocotb_tests/, on Verilator.)"""
 
@@ -41,14 +41,16 @@ def test_mib_defaults():
 
 
 def test_known_answer_cut_by_qntzfb_10():
-    """validation.md: qntzFb = 10 cuts to CR x (1 - 10/128): 10000 -> 9218.75 Mb/s."""
+    """Known answer (IEEE 802.1Qau): qntzFb = 10 cuts to CR x (1 - 10/128): 10000 -> 9218.75
+    Mb/s."""
     m = RpModel(QcnRpConfig())
     m.step(Cnm(10))
     assert m.state.cr == 9218.75 * MBPS and m.state.tr == 10_000 * MBPS
 
 
 def test_known_answer_no_cut_beyond_half():
-    """validation.md: no single CNM cuts more than 50 % (MinDecFac).  Gd = 1/64 with fb 63
+    """Known answer (IEEE 802.1Qau MinDecFac): no single CNM cuts more than 50 % (MinDecFac).  Gd =
+    1/64 with fb 63
     would cut to 1/64 of CR; the bound holds it at CR / 2."""
     m = RpModel(QcnRpConfig(gd=6))
     m.step(Cnm(63))

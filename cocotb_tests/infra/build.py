@@ -8,8 +8,9 @@ file lock serialises pytest-xdist workers that want the same build.
 ``run_cocotb(build, module, testcase=..., env=...)`` runs a cocotb test module on that build in
 a fresh simulator process.  cocotb's runner raises when a test fails (under pytest).
 
-Waveforms: set ``WAVES=1`` in the environment; the build then traces (FST) and each run writes
-``build/cocotb/<name>/<test>/dump.fst`` (open it with GTKWave or Surfer).
+Waveforms: set ``WAVES=1`` in the environment; the build then traces (Verilator ``--trace``, VCD)
+and
+each run writes ``build/cocotb/<name>/<test>/dump.vcd`` (open it with GTKWave or Surfer).
 """
 
 from __future__ import annotations

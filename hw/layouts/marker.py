@@ -19,7 +19,7 @@ class QueueOp(enum.Enum, shape=1):
 
 
 class Profile(enum.Enum, shape=2):
-    """Marker profile (switch.md §1)."""
+    """Marker profile (docs/switch-marker.md)."""
     LDCP = 0    #: RED ramp for ECN-capable packets, Not-ECT dropped at q >= K
     DCQCN = 1   #: RED ramp for ECN-capable packets, Not-ECT forwarded
     DCTCP = 2   #: step marking at K (= k_max), Not-ECT forwarded

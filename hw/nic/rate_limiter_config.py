@@ -4,7 +4,8 @@ Token bucket with debt, per flow: every cycle a flow earns ``inc`` bytes of cred
 bytes per cycle), up to ``burst_bytes``; sending a packet of L bytes takes L bytes of credit; a
 flow may send while its credit is >= 0.  With ``burst_bytes = 0`` this is exact per-packet pacing:
 after a packet of L bytes sent at cycle t with no credit left, the next one may go at
-``t + ceil(L / inc)`` cycles, i.e. ``now + bytes / Rc`` (``spec/dcqcn.md``, "Rate limiter"), with
+``t + ceil(L / inc)`` cycles, i.e. ``now + bytes / Rc`` (the DCQCN paper's rate limiter, Zhu et
+al., SIGCOMM 2015), with
 no division in hardware.
 
 Rate changes: a new rate (from the reaction point) is clamped to [``min_rate_mbps``,

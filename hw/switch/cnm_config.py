@@ -26,7 +26,8 @@ MIN_FRAME_BYTES = 60
 class CnmGenConfig(BlockConfig):
     """``cp_mac``: the CP's MAC (frame SA and the upper 6 bytes of the CPID).
     ``cnm_pcp``: 802.1p priority of the CNM's VLAN tag (default 6, as for ConnectX CNPs).
-    ``msdu_bytes``: sampled MSDU bytes carried (0..64; default 64, the maximum of packets.md).
+    ``msdu_bytes``: sampled MSDU bytes carried (0..64; default 64, the maximum IEEE 802.1Qau
+    carries).
     ``data_bytes``: bytes per output beat (4, 8 or 16).
     ``cpid_from_request``: the whole CPID comes from the request (``cpid_high``: its upper 6
     bytes) instead of ``cp_mac``; the L3QCN ToR forwards a remote CP's CPID this way."""

@@ -1,4 +1,4 @@
-"""L3QCN hardware (``switch.md`` §3, ``docs/l3qcn.md``): the private CNM generator, the
+"""L3QCN hardware (draft-yu-tsvwg-l3qcn-00, ``docs/l3qcn.md``): the private CNM generator, the
 congestion point's notifier (switch-built RoCEv2 CNP or private CNM) and the ingress ToR's
 private-CNM-to-CNM converter.  Bit-exact models: :mod:`sim.models.l3qcn`.
 """

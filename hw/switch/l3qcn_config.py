@@ -1,4 +1,5 @@
-"""Configuration of L3QCN (``switch.md`` §3, ``docs/l3qcn.md``): the private CNM, the congestion
+"""Configuration of L3QCN (draft-yu-tsvwg-l3qcn-00, ``docs/l3qcn.md``): the private CNM, the
+congestion
 point's notifier (switch-built RoCEv2 CNP or private CNM) and the ingress ToR's converter.
 
 All values are elaboration-time constants.  Frozen, validated dataclasses; an invalid value

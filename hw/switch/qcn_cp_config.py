@@ -16,7 +16,7 @@ from ..params import BlockConfig, ConfigError, bits_for, check_int, check_real
 __all__ = ["QcnCpConfig", "QcnCpRegisters", "SAMPLE_TABLE", "QNTZ_BITS", "QNTZ_MAX",
            "QOFF_UNIT_SHIFT"]
 
-#: Sampling interval in bytes indexed by ``qntzFb >> 3`` (switch.md §2, the published table).
+#: Sampling interval in bytes indexed by ``qntzFb >> 3`` (IEEE 802.1Qau, the published table).
 SAMPLE_TABLE = (153600, 76800, 51200, 38400, 30720, 25600, 22016, 18944)
 QNTZ_BITS = 6
 QNTZ_MAX = (1 << QNTZ_BITS) - 1
@@ -47,7 +47,7 @@ class QcnCpConfig(BlockConfig):
         Weight of ``Q_delta`` in ``Fb = -(Q_off + w Q_delta)`` (MIB default 2), integer 0..15.
     ``sample_table``
         Eight sampling intervals in bytes, indexed by ``qntzFb >> 3`` (default: the published
-        table of switch.md §2).  Entry 0 is also the interval while ``Fb >= 0``.
+        table of IEEE 802.1Qau).  Entry 0 is also the interval while ``Fb >= 0``.
     ``jitter``
         Each sampling interval is drawn uniformly from ``S (1 - jitter) .. S (1 + jitter)``
         (default 0.15, the standard's ~0.85x-1.15x); 0 disables the randomization.

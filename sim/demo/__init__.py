@@ -1,1 +1,1 @@
-"""Demonstrations run by ``make run``."""
+"""Demonstrations run by ``make demo``: the marker sweep and the DCTCP sawtooth."""

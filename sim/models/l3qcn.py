@@ -1,4 +1,5 @@
-"""Bit-exact golden models of L3QCN (``switch.md`` §3, ``docs/l3qcn.md``): the two tables, the
+"""Bit-exact golden models of L3QCN (draft-yu-tsvwg-l3qcn-00, ``docs/l3qcn.md``): the two tables,
+the
 private CNM, the congestion point's notifier and the ingress ToR's converter.
 
 Model-level API (also for the network simulator)::

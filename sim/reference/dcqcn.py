@@ -1,6 +1,7 @@
 """Float reference of the DCQCN reaction point, written from the reference descriptions.
 
-Written straight from ``spec/dcqcn.md`` (the paper's pseudo-code, the ns3-rdma ``rpr_*`` state
+Written straight from the published descriptions (the DCQCN paper's pseudo-code, the ns3-rdma
+``rpr_*`` state
 machine and ``AdjustRates``, the HPCC ns-3 "mlx" ``UpdateAlphaMlx`` / ``CheckRateDecreaseMlx`` /
 ``RateIncEventTimerMlx`` functions, the ConnectX knobs) in floating point, with **ideal timers**:
 each timer is an absolute deadline (cycle number), not a counter.  It shares no code with the

@@ -1,5 +1,6 @@
 """Reference of the DCQCN notification point's CNP pacing, written straight from the two rules
-(``spec/dcqcn.md``, "NP: CNP generation") with absolute timestamps (ideal timers), not
+(the DCQCN paper, Zhu et al., SIGCOMM 2015: CNP generation) with absolute timestamps (ideal
+timers), not
 countdowns, and sharing no code with the golden model (:mod:`sim.models.dcqcn_np`).
 
 Pipeline convention shared with the RTL: a CNP decided in cycle t leaves in cycle t + 1 (or

@@ -1,4 +1,4 @@
-"""Float references of QCN (IEEE 802.1Qau), written from the equations of ``switch.md`` §2 and
+"""Float references of QCN (IEEE 802.1Qau), written from the equations of IEEE 802.1Qau and
 ``qcn.md`` (not from the bit-exact models).
 
 Congestion point: :func:`cp_feedback`, :func:`cp_quantize`, :func:`cp_interval`.

@@ -1,4 +1,5 @@
-"""Float reference of per-packet pacing, straight from ``spec/dcqcn.md`` ("Rate limiter"):
+"""Float reference of per-packet pacing, straight from the DCQCN paper's rate limiter (Zhu et al.,
+SIGCOMM 2015):
 ``next send time = now + packet bytes / Rc``, in real numbers, with Rc in Mb/s clamped to
 [min rate, line rate] and taken at the moment the packet leaves.  Shares no code with the model.
 """
