@@ -9,7 +9,6 @@ documented throughput: one beat per clock and no gap between frames.
 
 from __future__ import annotations
 
-import os
 import random
 
 import cocotb
@@ -18,10 +17,10 @@ from scapy.layers.l2 import Dot1Q, Ether
 
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
-from cocotb_tests.infra.tb import TBBase, test_seed
-from hw.layouts import byte_beat_layout
+from cocotb_tests.infra.tb import TBBase, env_config, env_count, env_seed, test_seed
 from hw.switch.cnm_config import CnmGenConfig
 from sim.models.cnm import CnmModel, pack_cnm_request
+from sim.models.packets import FrameAssembler
 from tests.test_cnm import GOLDEN, REQ, parse_cnm, random_request
 
 
@@ -30,8 +29,9 @@ class CnmTB(TBBase):
         super().__init__(dut, seed)
         self.cfg, self.model = cfg, CnmModel(cfg)
         self.scoreboard = Scoreboard("frame")
-        self.beat = byte_beat_layout(cfg.data_bytes)
-        self.partial, self.frames, self.parsed, self.accepted = b"", [], 0, 0
+        self.assembler = FrameAssembler(cfg.data_bytes)
+        self.frames = self.assembler.frames
+        self.parsed, self.accepted = 0, 0
         self.beat_cycles: list[int] = []
         self.driver = StreamDriver(dut, "request", dut.clk, idle, on_accept=self._accept,
                                    encode=lambda r: pack_cnm_request(cfg, r))
@@ -58,15 +58,9 @@ class CnmTB(TBBase):
 
     def _beat(self, bits):
         self.beat_cycles.append(self.cycle())
-        v = self.beat.from_bits(bits)
-        n = int(v.keep).bit_length()
-        assert int(v.keep) == (1 << n) - 1 and n > 0
-        assert v.last or n == self.cfg.data_bytes
-        self.partial += int(v.data).to_bytes(self.cfg.data_bytes, "little")[:n]
-        if v.last:
-            self.frames.append(self.partial)
-            self.scoreboard.compare(self.partial)
-            self.partial = b""
+        frame = self.assembler.push(bits)
+        if frame is not None:
+            self.scoreboard.compare(frame)
 
     async def drain(self):
         await self.wait_until(lambda: not self.driver.queue and not self.scoreboard.expected,
@@ -75,18 +69,16 @@ class CnmTB(TBBase):
         self.scoreboard.assert_empty()
 
 
-def config_from_env() -> CnmGenConfig:
-    return CnmGenConfig.from_json(os.environ["CC_CONFIG"])
 
 
 @cocotb.test()
 async def random_frames(dut):
-    cfg = config_from_env()
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
+    cfg = env_config(CnmGenConfig)
+    seed = env_seed(1)
     prng = random.Random(seed + 1)
     tb = CnmTB(dut, cfg, seed, Pattern.random(0.6, prng), Pattern.random(0.7, prng))
     await tb.start()
-    n = int(os.environ.get("CC_FRAMES", "3000"))
+    n = env_count("CC_FRAMES", 3000)
     if cfg == CnmGenConfig():
         tb.driver.send(REQ)
     for _ in range(n):
@@ -107,7 +99,7 @@ async def random_frames(dut):
 @cocotb.test()
 async def back_to_back(dut):
     """Always-ready sink: every beat of 20 queued frames in consecutive cycles."""
-    cfg = config_from_env()
+    cfg = env_config(CnmGenConfig)
     tb = CnmTB(dut, cfg, test_seed(5))
     await tb.start()
     for _ in range(20):

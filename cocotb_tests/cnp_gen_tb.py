@@ -11,17 +11,16 @@ is checked byte for byte.
 
 from __future__ import annotations
 
-import os
-
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
-from cocotb_tests.infra.tb import TBBase, test_seed
-from hw.layouts import byte_beat_layout, csr_write_layout
+from cocotb_tests.infra.tb import TBBase, env_config, env_count, env_seed, test_seed
+from hw.layouts import csr_write_layout
 from hw.nic.cnp_config import CSR_ADDR_WIDTH, CSR_DATA_WIDTH, CnpGenConfig, CnpReg
 from sim.models.cnp import CnpModel, pack_request
+from sim.models.packets import FrameAssembler
 from tests.test_cnp import GOLDEN, GOLDEN_REQ, random_request, scapy_frame
 
 CSR = csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH)
@@ -34,14 +33,12 @@ class CnpTB(TBBase):
         self.cfg = cfg
         self.model = CnpModel(cfg)
         self.scoreboard = Scoreboard("frame")
-        self.frames: list[bytes] = []
         self.scapy_checks = 0
         self.requests = 0
         self.accept_cycles: list[int] = []
         self.last_cycles: list[int] = []
-        beat = byte_beat_layout(cfg.data_bytes)
-        self.beat = beat
-        self.partial = b""
+        self.assembler = FrameAssembler(cfg.data_bytes)
+        self.frames = self.assembler.frames
         self.req_driver = StreamDriver(dut, "request", dut.clk, idle, on_accept=self._request,
                                        encode=lambda r: pack_request(cfg, r))
         self.csr_driver = StreamDriver(dut, "csr_w", dut.clk, None, on_accept=self._write,
@@ -68,17 +65,10 @@ class CnpTB(TBBase):
         self.scoreboard.expect(frame)
 
     def _beat(self, bits):
-        v = self.beat.from_bits(bits)
-        keep = int(v.keep)
-        n = keep.bit_length()
-        assert keep == (1 << n) - 1, f"keep {keep:#x} is not contiguous from byte 0"
-        assert v.last or n == self.cfg.data_bytes, "a partial beat that is not the last"
-        self.partial += int(v.data).to_bytes(self.cfg.data_bytes, "little")[:n]
-        if v.last:
+        frame = self.assembler.push(bits)
+        if frame is not None:
             self.last_cycles.append(self.cycle())
-            self.frames.append(self.partial)
-            self.scoreboard.compare(self.partial)
-            self.partial = b""
+            self.scoreboard.compare(frame)
 
     async def drain(self, timeout: int = 200_000):
         await self.wait_until(lambda: not self.req_driver.queue and not self.csr_driver.queue
@@ -87,20 +77,18 @@ class CnpTB(TBBase):
 
     def finish(self):
         self.scoreboard.assert_empty()
-        assert not self.partial, "a frame without its last beat"
+        assert not self.assembler.partial, "a frame without its last beat"
         self.log.info("%d frames checked (%d also against scapy)", self.scoreboard.matched,
                       self.scapy_checks)
 
 
-def config_from_env() -> CnpGenConfig:
-    return CnpGenConfig.from_json(os.environ["CC_CONFIG"])
 
 
 @cocotb.test()
 async def golden_frame(dut):
     """The golden CNP (public RoCEv2 CNP example): set TOS 0x89 and TTL 0x20 through the
     registers."""
-    cfg = config_from_env()
+    cfg = env_config(CnpGenConfig)
     tb = CnpTB(dut, cfg, test_seed(1))
     await tb.start()
     if cfg.ip_version != 4:
@@ -118,9 +106,9 @@ async def golden_frame(dut):
 @cocotb.test()
 async def random_frames(dut):
     """Random requests and register writes, idle cycles and back-pressure."""
-    cfg = config_from_env()
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "5")))
-    n = int(os.environ.get("CC_FRAMES", "300"))
+    cfg = env_config(CnpGenConfig)
+    seed = env_seed(5)
+    n = env_count("CC_FRAMES", 300)
     tb = CnpTB(dut, cfg, seed, idle=Pattern.random(0.7, __import__("random").Random(seed)),
                backpressure=Pattern.random(0.6, __import__("random").Random(seed + 1)))
     rng = tb.rng
@@ -140,7 +128,7 @@ async def random_frames(dut):
 @cocotb.test()
 async def throughput_and_latency(dut):
     """Back-to-back requests, no back-pressure: the documented cycles per CNP and latency."""
-    cfg = config_from_env()
+    cfg = env_config(CnpGenConfig)
     tb = CnpTB(dut, cfg, test_seed(3))
     await tb.start()
     for _ in range(20):

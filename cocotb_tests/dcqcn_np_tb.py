@@ -9,12 +9,16 @@ with the sink always ready and the model stepped cycle by cycle in Python.
 
 from __future__ import annotations
 
-import os
-
 import cocotb
 from cocotb.triggers import RisingEdge, Timer
 
-from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, TBBase, test_seed
+from cocotb_tests.infra.tb import (
+    CLOCK_PERIOD_NS,
+    TBBase,
+    env_config,
+    env_count,
+    env_seed,
+)
 from hw.nic.dcqcn_np_config import DcqcnNpConfig
 from sim.models.dcqcn_np import NpModel
 
@@ -65,15 +69,13 @@ class NpTB(TBBase):
         self.check()
 
 
-def config_from_env() -> DcqcnNpConfig:
-    return DcqcnNpConfig.from_json(os.environ["CC_CONFIG"])
 
 
 @cocotb.test()
 async def random_packets(dut):
-    cfg = config_from_env()
-    tb = NpTB(dut, cfg, test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1"))))
-    n = int(os.environ.get("CC_EVENTS", "100000"))
+    cfg = env_config(DcqcnNpConfig)
+    tb = NpTB(dut, cfg, env_seed(1))
+    n = env_count("CC_EVENTS", 100000)
     rng = tb.rng
     await tb.start()
     p_ready, p_ce = 0.5, 0.5

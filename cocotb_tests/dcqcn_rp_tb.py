@@ -19,7 +19,7 @@ import os
 import cocotb
 
 from cocotb_tests.infra.state_tb import StateCompareTB
-from cocotb_tests.infra.tb import test_seed
+from cocotb_tests.infra.tb import env_config, env_count, env_seed, test_seed
 from hw.nic.dcqcn_config import ALPHA_ONE, RATE_FRAC, DcqcnRpConfig
 from sim.models.dcqcn import Cnp, RpCodec, RpModel, Tx
 
@@ -36,16 +36,14 @@ class RpTB(StateCompareTB):
         return state.rc
 
 
-def config_from_env() -> DcqcnRpConfig:
-    return DcqcnRpConfig.from_json(os.environ["CC_CONFIG"])
 
 
 @cocotb.test()
 async def random_events(dut):
     """CNPs with random spacing, byte counts, back-to-back events and long idle periods."""
-    cfg = config_from_env()
-    tb = RpTB(dut, cfg, test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1"))))
-    n_events = int(os.environ.get("CC_EVENTS", "100000"))
+    cfg = env_config(DcqcnRpConfig)
+    tb = RpTB(dut, cfg, env_seed(1))
+    n_events = env_count("CC_EVENTS", 100000)
     rng = tb.rng
     await tb.start()
     p_cnp = 0.3
@@ -73,7 +71,7 @@ async def random_events(dut):
 @cocotb.test()
 async def profile_rule(dut):
     """The profile's distinctive rule, with hand-derived values (the model is checked too)."""
-    cfg = config_from_env()
+    cfg = env_config(DcqcnRpConfig)
     r = cfg.registers()
     tb = RpTB(dut, cfg, test_seed(1))
     await tb.start()

@@ -20,7 +20,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
-from cocotb_tests.infra.tb import TBBase, test_seed
+from cocotb_tests.infra.tb import TBBase, env_count, env_seed, test_seed
 from gateware.tops import TOPS
 from hw.layouts import HtOp, HtStatus
 from sim.models.hash_table import HashTableModel, HtCodec
@@ -106,11 +106,11 @@ def workload(rng: random.Random, cfg, n: int):
 @cocotb.test()
 async def random_commands(dut):
     cfg = TOPS[os.environ["CC_TOP"]].config
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
+    seed = env_seed(1)
     prng = random.Random(seed + 1)
     tb = TableTB(dut, cfg, seed, Pattern.random(0.8, prng), Pattern.random(0.8, prng))
     await tb.start()
-    n = int(os.environ.get("CC_COMMANDS", "30000"))
+    n = env_count("CC_COMMANDS", 30000)
     for phase in workload(tb.rng, cfg, n):
         await tb.send_all(phase)
         await tb.check_counters()

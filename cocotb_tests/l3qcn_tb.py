@@ -21,13 +21,12 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
-from cocotb_tests.infra.tb import TBBase, test_seed
+from cocotb_tests.infra.tb import TBBase, env_count, env_seed
 from cocotb_tests.l3qcn_tables_tb import feed
 from gateware.tops import TOPS
 from hw.layouts import (
     HtOp,
     LayoutCodec,
-    byte_beat_layout,
     l3qcn_frame_layout,
     tor_learn_layout,
 )
@@ -46,6 +45,7 @@ from sim.models.l3qcn import (
     flow_info_value,
     parse_private_cnm,
 )
+from sim.models.packets import FrameAssembler
 from tests.test_cnm import parse_cnm
 from tests.test_cnp import scapy_frame
 from tests.test_l3qcn import check_private_cnm, mutations, random_flow, random_private_request
@@ -56,21 +56,15 @@ class PacketTB(TBBase):
 
     def __init__(self, dut, seed, out: str, data_bytes: int, backpressure=None):
         super().__init__(dut, seed)
-        self.beat = byte_beat_layout(data_bytes)
-        self.db = data_bytes
+        self.assembler = FrameAssembler(data_bytes)
         self.packets = Scoreboard(out)
-        self.partial = b""
         self.checked = 0
         self.out_monitor = StreamMonitor(dut, out, dut.clk, self._beat, backpressure)
 
     def _beat(self, bits):
-        v = self.beat.from_bits(bits)
-        n = int(v.keep).bit_length()
-        assert int(v.keep) == (1 << n) - 1 and n > 0 and (v.last or n == self.db)
-        self.partial += int(v.data).to_bytes(self.db, "little")[:n]
-        if v.last:
-            self.packets.compare(self.partial)
-            self.partial = b""
+        frame = self.assembler.push(bits)
+        if frame is not None:
+            self.packets.compare(frame)
 
     async def settle(self, drivers, what):
         await self.wait_until(lambda: all(not d.queue for d in drivers)
@@ -85,7 +79,7 @@ async def start_tb(dut, tb_class):
     """The top's configuration (``CC_TOP``) and a started testbench with 30 % idle cycles and
     30 % back-pressure, seeded by ``CC_SEED`` or ``CC_DEFAULT_SEED``."""
     cfg = TOPS[os.environ["CC_TOP"]].config
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
+    seed = env_seed(1)
     prng = random.Random(seed + 1)
     tb = tb_class(dut, cfg, seed, Pattern.random(0.7, prng), Pattern.random(0.7, prng))
     await tb.start()
@@ -179,7 +173,7 @@ async def cp_random_frames(dut):
     rng = tb.rng
     flows = [(rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(24), rng.getrandbits(16),
               rng.choice((6, 17))) for _ in range(300)]
-    n = int(os.environ.get("CC_FRAMES", "20000"))
+    n = env_count("CC_FRAMES", 20000)
     for phase in range(4):
         if cfg.mode == "roce":          # add 2/3 of the flows; later remove some, re-add some
             cmds = [(HtOp.ADD if rng.random() < 0.7 - 0.2 * phase else HtOp.REMOVE,
@@ -261,7 +255,7 @@ async def tor_random_packets(dut):
     rng = tb.rng
     capacity = cfg.table_config().capacity
     flows = [random_flow(rng) for _ in range(capacity * 3 // 2)]     # more than fit
-    n = int(os.environ.get("CC_PACKETS", "3000"))
+    n = env_count("CC_PACKETS", 3000)
     for phase in range(3):
         learns = [(f, FlowInfo(rng.getrandbits(48), rng.getrandbits(16), rng.getrandbits(12)))
                   for f in rng.sample(flows, len(flows) // (1 + phase))]

@@ -15,13 +15,12 @@ which passes the configuration as JSON in ``CC_CONFIG``.
 
 from __future__ import annotations
 
-import os
 import random
 
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
-from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, TBBase, test_seed
+from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, TBBase, env_config, env_count, test_seed
 from hw.layouts import (
     LayoutCodec,
     csr_write_layout,
@@ -44,10 +43,6 @@ from sim.models.ldcp_transport import (
     TAck,
     TxPacket,
 )
-
-
-def config_from_env() -> LdcpTransportConfig:
-    return LdcpTransportConfig.from_json(os.environ["CC_CONFIG"])
 
 
 class LoopTB(TBBase):
@@ -293,12 +288,12 @@ def channels(rng: random.Random):
 
 
 async def random_run(dut, side: str, default_seed: int):
-    cfg = config_from_env()
+    cfg = env_config(LdcpTransportConfig)
     tb = LoopTB(dut, cfg, side, test_seed(default_seed))
     rng = tb.rng
     await tb.start()
     mtu = cfg.window.mtu
-    events_goal = int(os.environ.get("CC_EVENTS", "4000"))
+    events_goal = env_count("CC_EVENTS", 4000)
     messages = 0
     regs = cfg.registers()
     while len(tb.released) + len(tb.ack_log) < events_goal:
@@ -358,7 +353,7 @@ def once(pred):
 @cocotb.test()
 async def directed_tx(dut):
     """The issue's scenarios on the RTL sender, with expected values from the draft's rules."""
-    cfg = config_from_env()
+    cfg = env_config(LdcpTransportConfig)
     tb = LoopTB(dut, cfg, "tx", 1)
     await tb.start()
     mtu, iw = cfg.window.mtu, cfg.registers().iw
@@ -411,7 +406,7 @@ async def directed_tx(dut):
 async def directed_rx(dut):
     """Receiver corners: malformed packets, CE flush with the ACK output stalled, the flush
     timer, clear."""
-    cfg = config_from_env()
+    cfg = env_config(LdcpTransportConfig)
     tb = LoopTB(dut, cfg, "rx", 2)
     await tb.start()
     mtu = cfg.window.mtu

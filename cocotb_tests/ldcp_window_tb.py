@@ -23,7 +23,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.infra.scoreboard import Scoreboard
-from cocotb_tests.infra.tb import TBBase, test_seed
+from cocotb_tests.infra.tb import TBBase, env_config, env_count, env_seed, test_seed
 from hw.layouts import (
     LayoutCodec,
     LdcpDecRule,
@@ -42,10 +42,6 @@ from hw.nic.ldcp_window_config import (
 )
 from sim.models.ldcp_window import Ack, LdcpWindowModel, Update
 from sim.reference import ldcp_window as ref
-
-
-def config_from_env() -> LdcpWindowConfig:
-    return LdcpWindowConfig.from_json(os.environ["CC_CONFIG"])
 
 
 class LdcpWindowTB(TBBase):
@@ -219,9 +215,9 @@ class AckSource:
 async def random_acks(dut):
     """>= 100k random ACKs; every output compared every cycle, every update in order; every
     rule of the datapath, every crossing of cw = 1, coalescing and the timer visited."""
-    cfg = config_from_env()
-    events = int(os.environ.get("CC_EVENTS", "100000"))
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
+    cfg = env_config(LdcpWindowConfig)
+    events = env_count("CC_EVENTS", 100000)
+    seed = env_seed(1)
     tb = LdcpWindowTB(dut, cfg, seed)
     await tb.start()
     # a short RTT so that the sub-1 timer fires often (the register is run-time)
@@ -230,7 +226,7 @@ async def random_acks(dut):
     # its m limits the ACKs generated, the top's own m still saturates larger ones)
     m = cfg.m
     if os.environ.get("CC_PARAMS"):
-        other = LdcpWindowConfig.from_json(os.environ["CC_PARAMS"])
+        other = env_config(LdcpWindowConfig, "CC_PARAMS")
         assert other.m <= cfg.m
         r = other.registers()
         for reg, value in ((LdcpWindowReg.ALPHA, r.alpha), (LdcpWindowReg.BETA, r.beta),
@@ -294,7 +290,7 @@ async def corners(dut):
     """Floor with marks, cap with unmarked ACKs, exactly 1, n = m, the crossings, the
     smallest alpha and beta, alpha = beta = 1, and the known answers worked from the draft's
     equations."""
-    cfg = config_from_env()
+    cfg = env_config(LdcpWindowConfig)
     tb = LdcpWindowTB(dut, cfg, test_seed(7))
     await tb.start()
     r = tb.model.regs
@@ -340,7 +336,7 @@ async def throughput_and_latency(dut):
     """ACKs on every clock with no idle cycle for 3000 cycles: all taken (ready stays 1), the
     window follows the model; latency of a lone ACK: the window changes UPDATE_LATENCY edges
     after the edge that takes it."""
-    cfg = config_from_env()
+    cfg = env_config(LdcpWindowConfig)
     tb = LdcpWindowTB(dut, cfg, test_seed(8))
     await tb.start()
     rng = tb.rng
@@ -374,7 +370,7 @@ async def timer_long_run(dut):
     """Sub-1 timer with the window moving through the sub-1 range (each window loaded and held
     for a while): releases are spaced floor or ceil of RTT / cw cycles (exact rationals), and
     over the whole run their number equals sum(cw) / RTT within one packet."""
-    cfg = config_from_env()
+    cfg = env_config(LdcpWindowConfig)
     tb = LdcpWindowTB(dut, cfg, test_seed(9))
     await tb.start()
     rtt = 30

@@ -12,7 +12,6 @@ the float reference, not from the golden model; the golden model is checked alon
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter, deque
 
 import cocotb
@@ -20,7 +19,7 @@ from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
-from cocotb_tests.infra.tb import TBBase, test_seed
+from cocotb_tests.infra.tb import TBBase, env_config, env_count, env_seed, test_seed
 from hw.layouts import DropReason, Ecn, QueueOp, csr_write_layout
 from hw.switch.marker_config import (
     COUNTER_MAX,
@@ -147,8 +146,6 @@ class MarkerTB(TBBase):
         self.log.info("checked %d decisions", self.scoreboard.matched)
 
 
-def config_from_env() -> MarkerConfig:
-    return MarkerConfig.from_json(os.environ["CC_CONFIG"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -250,9 +247,9 @@ class TrafficGenerator:
 async def random_traffic(dut):
     """>= 100k random descriptors with idle cycles and back-pressure; every decision checked,
     registers and counters read back periodically, and every decision category visited."""
-    cfg = config_from_env()
-    events = int(os.environ.get("CC_EVENTS", "100000"))
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
+    cfg = env_config(MarkerConfig)
+    events = env_count("CC_EVENTS", 100000)
+    seed = env_seed(1)
     tb = MarkerTB(dut, cfg, seed)
     rng = tb.rng
     await tb.start()
@@ -360,7 +357,7 @@ async def ramp_boundaries(dut):
     """K_min - 1, K_min, K_min + 1, K_max - 1, K_max, K_max + 1 under both comparison
     conventions: no marks where p = 0, all marks where p = 1, and otherwise a marked fraction
     consistent with p (the exact agreement with the golden model is checked on every probe)."""
-    cfg = config_from_env()
+    cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(11))
     await tb.start()
     n = 400
@@ -388,7 +385,7 @@ async def ramp_boundaries(dut):
 async def not_ect_threshold(dut):
     """Not-ECT packets: dropped at q >= K (ge) or q > K (gt) in the LDCP profile only; ECT and
     CE packets never dropped at K; CE stays CE and is not counted as a mark."""
-    cfg = config_from_env()
+    cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(12))
     await tb.start()
     for profile in (0, 1, 2):
@@ -414,7 +411,7 @@ async def buffer_limits(dut):
     """buf_max: q + len == buf_max admitted, one byte more dropped; full queue drops every
     non-empty packet; empty queue rejects a dequeue (underflow) and changes nothing; zero- and
     maximum-length packets."""
-    cfg = config_from_env()
+    cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(13))
     await tb.start()
     await setup_registers(tb, profile=1, compare=0)
@@ -455,7 +452,7 @@ async def buffer_limits(dut):
 async def dequeue_sampling_and_counters(dut):
     """Marking at dequeue uses the queue after the departing packet; enqueue decisions then
     never mark.  Counters saturate at 2**32 - 1 and can be preset by writing them."""
-    cfg = config_from_env()
+    cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(14))
     await tb.start()
     await setup_registers(tb, profile=2, compare=0, sample_at=1)   # DCTCP step at K_MAX
@@ -478,7 +475,7 @@ async def throughput_and_latency(dut):
     EgressMarker.LATENCY (3) cycles after its descriptor is accepted."""
     from hw.switch.marker import EgressMarker
 
-    cfg = config_from_env()
+    cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(15))
     await tb.start()
     n = 2000
@@ -502,12 +499,12 @@ async def marking_statistics(dut):
     """On the RTL, >= 10^5 marking decisions at constant queue levels across the ramp: the
     marked fraction equals P_max (q - K_min)/(K_max - K_min) within 3 standard deviations plus
     the documented quantization bound 1.5 * 2**-draw_bits."""
-    cfg = config_from_env()
+    cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(16))
     await tb.start()
     await setup_registers(tb, profile=0, compare=0,
                           p_max=round(0.8 * (1 << cfg.draw_bits)))
-    per_level = int(os.environ.get("CC_STAT_SAMPLES", "25000"))
+    per_level = env_count("CC_STAT_SAMPLES", 25000)
     total = 0
     for frac in (0.1, 0.35, 0.6, 0.9):
         level = K_MIN + round(frac * (K_MAX - K_MIN))
@@ -527,7 +524,7 @@ async def marking_statistics(dut):
 @cocotb.test()
 async def reset_clears_state(dut):
     """A reset in the middle of traffic empties every queue and restores the registers."""
-    cfg = config_from_env()
+    cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(17))
     await tb.start()
     await tb.run_items([Descriptor.enqueue(500, Ecn.ECT0) for _ in range(10)])

@@ -19,7 +19,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
-from cocotb_tests.infra.tb import TBBase, test_seed
+from cocotb_tests.infra.tb import TBBase, env_config, env_count, env_seed, test_seed
 from hw.switch.qcn_cp_config import QcnCpConfig
 from sim.models.qcn import CpCodec, CpDecision, CpFrame, CpModel
 
@@ -61,19 +61,17 @@ class CpTB(TBBase):
         self.scoreboard.assert_empty()
 
 
-def config_from_env() -> QcnCpConfig:
-    return QcnCpConfig.from_json(os.environ["CC_CONFIG"])
 
 
 @cocotb.test()
 async def random_frames(dut):
-    cfg = config_from_env()
-    seed = test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1")))
+    cfg = env_config(QcnCpConfig)
+    seed = env_seed(1)
     prng = random.Random(seed + 1)
     tb = CpTB(dut, cfg, seed, idle=Pattern.random(0.8, prng),
               backpressure=Pattern.random(0.75, prng))
     rng = tb.rng
-    n = int(os.environ.get("CC_FRAMES", "40000"))
+    n = env_count("CC_FRAMES", 40000)
     occ_max = (1 << cfg.occ_width) - 1
     await tb.start()
     q, drift = cfg.q_eq, 0
@@ -95,7 +93,7 @@ async def random_frames(dut):
     tb.log.info("%d frames, %d samples, %d CNMs, qntzFb bands %s", n, m.samples, m.cnms,
                 sorted(tb.bands))
     assert tb.scoreboard.matched == n
-    assert m.samples >= int(os.environ.get("CC_MIN_SAMPLES", "1000"))
+    assert m.samples >= env_count("CC_MIN_SAMPLES", 1000)
     assert m.cnms > m.samples // 10 and m.samples > m.cnms
     if os.environ.get("CC_ALL_BANDS", "1") == "1":
         assert tb.bands == set(range(8)), f"qntzFb bands visited: {sorted(tb.bands)}"
@@ -114,7 +112,7 @@ KNOWN = [
 
 @cocotb.test()
 async def known_answers(dut):
-    cfg = config_from_env()
+    cfg = env_config(QcnCpConfig)
     assert cfg.sample_table == (1,) * 8 and cfg.jitter == 0 and cfg.q_eq == 26_000
     tb = CpTB(dut, cfg, test_seed(1))
     await tb.start()

@@ -14,7 +14,7 @@ import os
 import cocotb
 
 from cocotb_tests.infra.state_tb import StateCompareTB
-from cocotb_tests.infra.tb import test_seed
+from cocotb_tests.infra.tb import env_config, env_count, env_seed, test_seed
 from hw.nic.qcn_rp_config import RATE_FRAC, QcnRpConfig
 from sim.models.qcn import Cnm, RpCodec, RpModel, Tx
 
@@ -31,17 +31,15 @@ class RpTB(StateCompareTB):
         return state.cr
 
 
-def config_from_env() -> QcnRpConfig:
-    return QcnRpConfig.from_json(os.environ["CC_CONFIG"])
 
 
 @cocotb.test()
 async def random_events(dut):
     """CNMs (all 64 feedback values) with random spacing, TX of random sizes (and the byte
     counter's edges), back-to-back events and idle gaps across several timer periods."""
-    cfg = config_from_env()
-    tb = RpTB(dut, cfg, test_seed(int(os.environ.get("CC_DEFAULT_SEED", "1"))))
-    n_events = int(os.environ.get("CC_EVENTS", "40000"))
+    cfg = env_config(QcnRpConfig)
+    tb = RpTB(dut, cfg, env_seed(1))
+    n_events = env_count("CC_EVENTS", 40000)
     rng = tb.rng
     reg = cfg.registers()
     t_full = reg.time_lo[0] + reg.time_span[0]
@@ -81,7 +79,7 @@ async def known_answers(dut):
     """Known answer (IEEE 802.1Qau): qntzFb = 10 cuts to CR (1 - 10/128); the MIB timer expires 15
     ms after
     the cut; 5 fast-recovery byte cycles (values by hand)."""
-    cfg = config_from_env()
+    cfg = env_config(QcnRpConfig)
     assert cfg == QcnRpConfig(), "known answers are for the MIB defaults"
     tb = RpTB(dut, cfg, test_seed(1))
     await tb.start()

@@ -6,12 +6,16 @@ values, clamped).  Idle stretches are one Timer each, with the model stepped in 
 
 from __future__ import annotations
 
-import os
-
 import cocotb
 from cocotb.triggers import RisingEdge, Timer
 
-from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, TBBase, test_seed
+from cocotb_tests.infra.tb import (
+    CLOCK_PERIOD_NS,
+    TBBase,
+    env_config,
+    env_count,
+    env_seed,
+)
 from hw.layouts import bits_for_flows, rl_rate_layout, rl_send_layout
 from hw.nic.rate_limiter_config import RateLimiterConfig
 from sim.models.rate_limiter import RateLimiterModel
@@ -19,12 +23,12 @@ from sim.models.rate_limiter import RateLimiterModel
 
 @cocotb.test()
 async def random_traffic(dut):
-    cfg = RateLimiterConfig.from_json(os.environ["CC_CONFIG"])
-    tb = TBBase(dut, test_seed(int(os.environ.get("CC_DEFAULT_SEED", "3"))))
+    cfg = env_config(RateLimiterConfig)
+    tb = TBBase(dut, env_seed(3))
     model, rng = RateLimiterModel(cfg), tb.rng
     send_l, rate_l = rl_send_layout(cfg), rl_rate_layout(cfg)
     fw = bits_for_flows(cfg)              # flow numbers up to 2**fw - 1 (some out of range)
-    n = int(os.environ.get("CC_EVENTS", "100000"))
+    n = env_count("CC_EVENTS", 100000)
     for port in ("send", "rate"):
         getattr(dut, f"{port}__valid").value = 0
         getattr(dut, f"{port}__payload").value = 0

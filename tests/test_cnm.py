@@ -9,11 +9,12 @@ import pytest
 from amaranth.sim import Simulator
 from scapy.layers.l2 import Dot1Q, Ether
 
-from hw.layouts import byte_beat_layout
 from hw.params import ConfigError
 from hw.switch.cnm_config import CnmGenConfig
 from hw.switch.cnm_gen import CnmGenerator
 from sim.models.cnm import CnmModel, CnmRequest, pack_cnm_request
+from sim.models.packets import FrameAssembler
+from tests.streams import stream_get, stream_put
 
 REQ = CnmRequest(dst_mac=0x112233445566, vid=5, rpid=0xABCD, cpid_low=0x0102, qntz_fb=11,
                  q_off=-3, q_delta=62, enc_prio=3, enc_dst=0xA0A1A2A3A4A5, msdu_len=4,
@@ -91,38 +92,22 @@ def run_stream_rtl(dut, requests: list[int], data_bytes: int, p_ready=0.7,
                    inp="request", out="frame") -> list[bytes]:
     """Amaranth simulation of a frame generator: packed ``requests`` into stream ``inp``, the
     byte stream ``out`` read with random back-pressure and assembled into frames."""
-    beat = byte_beat_layout(data_bytes)
     src, sink = getattr(dut, inp), getattr(dut, out)
-    frames, partial = [], [b""]
+    frames = FrameAssembler(data_bytes)
 
     async def sender(ctx):
-        for r in requests:
-            ctx.set(src.payload.as_value(), r)
-            ctx.set(src.valid, 1)
-            await ctx.tick().until(src.ready)
-        ctx.set(src.valid, 0)
+        await stream_put(ctx, src, requests)
 
     async def receiver(ctx):
-        rng = random.Random(3)
-        while len(frames) < len(requests):
-            ctx.set(sink.ready, rng.random() < p_ready)
-            *_, payload, valid, ready = await ctx.tick().sample(
-                sink.payload, sink.valid, sink.ready)
-            if valid and ready:
-                v = beat.from_bits(payload.as_value().value)
-                n = int(v.keep).bit_length()
-                assert int(v.keep) == (1 << n) - 1
-                partial[0] += int(v.data).to_bytes(data_bytes, "little")[:n]
-                if v.last:
-                    frames.append(partial[0])
-                    partial[0] = b""
+        await stream_get(ctx, sink, rng=random.Random(3), p_ready=p_ready, on_item=frames.push,
+                         until=lambda: len(frames.frames) >= len(requests))
 
     sim = Simulator(dut)
     sim.add_clock(4e-9)
     sim.add_testbench(sender)
     sim.add_testbench(receiver)
     sim.run()
-    return frames
+    return frames.frames
 
 
 def run_rtl(cfg, requests, p_ready=0.7):

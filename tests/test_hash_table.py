@@ -12,6 +12,7 @@ from hw.params import ConfigError
 from hw.switch.hash_table import HashTable
 from hw.switch.hash_table_config import HashTableConfig, primitive_polynomials
 from sim.models.hash_table import HashTableModel, HtCodec
+from tests.streams import stream_get, stream_put
 
 
 @pytest.mark.parametrize("field, value, text", [
@@ -121,24 +122,13 @@ def run_rtl(cfg, ops, p_ready=0.7, p_valid=0.8, seed=5):
     results = []
 
     async def sender(ctx):
-        rng = random.Random(seed)
-        for op in ops:
-            while rng.random() > p_valid:
-                ctx.set(dut.cmd.valid, 0)
-                await ctx.tick()
-            ctx.set(dut.cmd.payload.as_value(), codec.pack_command(*op))
-            ctx.set(dut.cmd.valid, 1)
-            await ctx.tick().until(dut.cmd.ready)
-        ctx.set(dut.cmd.valid, 0)
+        await stream_put(ctx, dut.cmd, [codec.pack_command(*op) for op in ops],
+                         rng=random.Random(seed), p_valid=p_valid)
 
     async def receiver(ctx):
-        rng = random.Random(seed + 1)
-        while len(results) < len(ops):
-            ctx.set(dut.result.ready, rng.random() < p_ready)
-            *_, payload, valid, ready = await ctx.tick().sample(
-                dut.result.payload, dut.result.valid, dut.result.ready)
-            if valid and ready:
-                results.append(codec.unpack_result(payload.as_value().value))
+        bits = await stream_get(ctx, dut.result, len(ops), rng=random.Random(seed + 1),
+                                p_ready=p_ready)
+        results.extend(codec.unpack_result(b) for b in bits)
         state["occ"] = ctx.get(dut.occupancy)
         state["counters"] = (ctx.get(dut.lookups), ctx.get(dut.misses), ctx.get(dut.full))
 

@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 from scapy.layers.inet import IP, UDP
 from scapy.packet import Raw
 
-from hw.layouts import HtStatus, LayoutCodec, byte_beat_layout, private_cnm_request_layout
+from hw.layouts import HtStatus, LayoutCodec, private_cnm_request_layout
 from hw.params import ConfigError
 from hw.switch.hash_table_config import HashTableConfig
 from hw.switch.l3qcn import PrivateCnmGen
@@ -33,6 +33,8 @@ from sim.models.l3qcn import (
     cnp_qp_key,
     parse_private_cnm,
 )
+from sim.models.packets import FrameAssembler
+from tests.streams import stream_get, stream_put
 
 try:        # from the cocotb testbenches (the repository root on sys.path)
     from tests.test_cnm import parse_cnm, run_stream_rtl
@@ -345,38 +347,20 @@ def run_tor_rtl(cfg, learns, packets):
 
     dut = L3qcnTor(cfg)
     learn = LayoutCodec(tor_learn_layout())
-    beat = byte_beat_layout(cfg.private.data_bytes)
-    frames, partial, done = [], [b""], [False]
+    frames, done = FrameAssembler(cfg.private.data_bytes), [False]
 
     async def sender(ctx):
-        for flow, info in learns:
-            ctx.set(dut.learn.payload.as_value(), learn.pack(
-                {"flow": five_tuple_key(flow), "info": flow_info_value(info)}))
-            ctx.set(dut.learn.valid, 1)
-            await ctx.tick().until(dut.learn.ready)
-        ctx.set(dut.learn.valid, 0)
-        for pkt in packets:
-            for b in frame_beats(cfg.private, pkt):
-                ctx.set(dut.packet.payload.as_value(), b)
-                ctx.set(dut.packet.valid, 1)
-                await ctx.tick().until(dut.packet.ready)
-        ctx.set(dut.packet.valid, 0)
+        await stream_put(ctx, dut.learn, [learn.pack({"flow": five_tuple_key(flow),
+                                                      "info": flow_info_value(info)})
+                                          for flow, info in learns])
+        await stream_put(ctx, dut.packet, [b for pkt in packets
+                                           for b in frame_beats(cfg.private, pkt)])
         await ctx.tick().repeat(40)
         done[0] = True
 
     async def receiver(ctx):
-        rng = random.Random(5)
-        while not done[0]:
-            ctx.set(dut.cnm.ready, rng.random() < 0.7)
-            *_, payload, valid, ready = await ctx.tick().sample(
-                dut.cnm.payload, dut.cnm.valid, dut.cnm.ready)
-            if valid and ready:
-                v = beat.from_bits(payload.as_value().value)
-                partial[0] += int(v.data).to_bytes(cfg.private.data_bytes, "little")[
-                    :int(v.keep).bit_length()]
-                if v.last:
-                    frames.append(partial[0])
-                    partial[0] = b""
+        await stream_get(ctx, dut.cnm, rng=random.Random(5), p_ready=0.7,
+                         on_item=frames.push, until=lambda: done[0])
         counters.update({n: ctx.get(getattr(dut, n)) for n in
                          ("cnms", "other", "malformed", "misses", "full", "occupancy")})
 
@@ -386,7 +370,7 @@ def run_tor_rtl(cfg, learns, packets):
     sim.add_testbench(sender)
     sim.add_testbench(receiver)
     sim.run()
-    return frames, counters
+    return frames.frames, counters
 
 
 @pytest.mark.parametrize("private", [PrivateCnmConfig(sample_bytes=0, data_bytes=4),

@@ -9,6 +9,7 @@ from hw.layouts import Ecn, MarkerCtrl, QueueOp, marker_descriptor_layout
 from hw.switch.marker import EgressMarker
 from hw.switch.marker_config import MarkerConfig, MarkerReg
 from sim.models.marker import Descriptor, MarkerModel, unpack_decision
+from tests.streams import stream_get, stream_put
 
 
 def run(cfg: MarkerConfig, items, writes_before=()):
@@ -17,17 +18,11 @@ def run(cfg: MarkerConfig, items, writes_before=()):
     decisions, reads = [], {}
 
     async def sender(ctx):
-        for addr, value in writes_before:
-            ctx.set(dut.csr_w.payload, {"addr": addr, "data": value})
-            ctx.set(dut.csr_w.valid, 1)
-            await ctx.tick().until(dut.csr_w.ready)
-            ctx.set(dut.csr_w.valid, 0)
-        for d in items:
-            ctx.set(dut.desc.payload, layout.const({"op": d.op, "port": d.port, "prio": d.prio,
-                                                    "length": d.length, "ecn": d.ecn}))
-            ctx.set(dut.desc.valid, 1)
-            await ctx.tick().until(dut.desc.ready)
-        ctx.set(dut.desc.valid, 0)
+        await stream_put(ctx, dut.csr_w, [{"addr": addr, "data": value}
+                                          for addr, value in writes_before])
+        await stream_put(ctx, dut.desc, [layout.const({"op": d.op, "port": d.port,
+                                                       "prio": d.prio, "length": d.length,
+                                                       "ecn": d.ecn}) for d in items])
         while len(decisions) < len(items):       # the sink is back-pressured: wait for all
             await ctx.tick()
         await ctx.tick().repeat(2)               # counters follow their decision by a cycle
@@ -37,14 +32,10 @@ def run(cfg: MarkerConfig, items, writes_before=()):
             await ctx.tick()
             reads[reg] = ctx.get(dut.csr_rdata)
 
-    async def receiver(ctx):
-        rng = random.Random(3)
-        while len(decisions) < len(items):
-            ctx.set(dut.decision.ready, rng.random() < 0.7)   # back-pressure
-            *_, payload, valid, ready = await ctx.tick().sample(
-                dut.decision.payload, dut.decision.valid, dut.decision.ready)
-            if valid and ready:
-                decisions.append(unpack_decision(cfg, payload.as_value().value))
+    async def receiver(ctx):                               # with back-pressure
+        await stream_get(ctx, dut.decision, len(items), rng=random.Random(3), p_ready=0.7,
+                         on_item=lambda bits: decisions.append(unpack_decision(cfg, bits)),
+                         into=[])
 
     sim = Simulator(dut)
     sim.add_clock(4e-9)

@@ -14,6 +14,7 @@ from hw.switch.qcn_cp import QcnCp
 from hw.switch.qcn_cp_config import SAMPLE_TABLE, QcnCpConfig
 from sim.models.qcn import CpCodec, CpDecision, CpFrame, CpModel
 from sim.reference.qcn import cp_feedback, cp_interval, cp_quantize
+from tests.streams import stream_get, stream_put
 
 EVERY_FRAME = QcnCpConfig(sample_table=(1,) * 8, jitter=0.0)   # every frame is a sample
 
@@ -115,20 +116,12 @@ def run_rtl(cfg, frames, p_ready=0.7):
     dut, codec, got = QcnCp(cfg), CpCodec(cfg), []
 
     async def sender(ctx):
-        for f in frames:
-            ctx.set(dut.frame.payload.as_value(), codec.pack_frame(f))
-            ctx.set(dut.frame.valid, 1)
-            await ctx.tick().until(dut.frame.ready)
-        ctx.set(dut.frame.valid, 0)
+        await stream_put(ctx, dut.frame, [codec.pack_frame(f) for f in frames])
 
     async def receiver(ctx):
-        rng = random.Random(3)
-        while len(got) < len(frames):
-            ctx.set(dut.decision.ready, rng.random() < p_ready)
-            *_, payload, valid, ready = await ctx.tick().sample(
-                dut.decision.payload, dut.decision.valid, dut.decision.ready)
-            if valid and ready:
-                got.append(codec.unpack_decision(payload.as_value().value))
+        bits = await stream_get(ctx, dut.decision, len(frames), rng=random.Random(3),
+                                p_ready=p_ready)
+        got.extend(codec.unpack_decision(b) for b in bits)
 
     sim = Simulator(dut)
     sim.add_clock(4e-9)

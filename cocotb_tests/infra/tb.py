@@ -19,6 +19,22 @@ def test_seed(default: int) -> int:
     return int(os.environ.get("CC_SEED", default))
 
 
+def env_seed(default: int) -> int:
+    """The seed of a random test run by a pytest runner: ``CC_SEED``, else the runner's
+    ``CC_DEFAULT_SEED`` (one per parametrisation), else ``default``."""
+    return test_seed(int(os.environ.get("CC_DEFAULT_SEED", default)))
+
+
+def env_config(config_class, var: str = "CC_CONFIG"):
+    """The block's configuration, passed by the pytest runner as JSON in ``var``."""
+    return config_class.from_json(os.environ[var])
+
+
+def env_count(var: str, default: int) -> int:
+    """An event count set by the runner (``CC_EVENTS``, ``CC_FRAMES``, ...), else ``default``."""
+    return int(os.environ.get(var, default))
+
+
 class TBBase:
     """Starts the clock, and resets the design (synchronous, active high)."""
 

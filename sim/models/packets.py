@@ -9,7 +9,7 @@ import functools
 from hw.layouts import IPV4_HEADER, LayoutCodec, byte_beat_layout
 
 __all__ = ["codec", "header_bytes", "ones_sum", "ipv4_checksum", "udp_checksum",
-           "ipv4_header", "stream_beats"]
+           "ipv4_header", "stream_beats", "FrameAssembler"]
 
 
 @functools.cache
@@ -67,3 +67,28 @@ def stream_beats(data_bytes: int, frame: bytes) -> list[int]:
             "data": int.from_bytes(chunk, "little"), "keep": (1 << len(chunk)) - 1,
             "last": int(start + data_bytes >= len(frame))}).as_bits())
     return beats
+
+
+class FrameAssembler:
+    """Frames back from packed beats of ``byte_beat_layout(data_bytes)`` (the inverse of
+    :func:`stream_beats`), checking the stream's rules: ``keep`` contiguous from byte 0 and not
+    empty, all bytes valid except on the last beat.  ``push(bits)`` returns the frame its last
+    beat completes (also appended to ``frames``), else ``None``."""
+
+    def __init__(self, data_bytes: int):
+        self.data_bytes = data_bytes
+        self.codec = codec(byte_beat_layout(data_bytes))
+        self.partial = b""
+        self.frames: list[bytes] = []
+
+    def push(self, bits: int) -> bytes | None:
+        v = self.codec.unpack(bits)
+        keep, n = v["keep"], v["keep"].bit_length()
+        assert n > 0 and keep == (1 << n) - 1, f"keep {keep:#x} is not contiguous from byte 0"
+        assert v["last"] or n == self.data_bytes, "a partial beat that is not the last"
+        self.partial += v["data"].to_bytes(self.data_bytes, "little")[:n]
+        if not v["last"]:
+            return None
+        frame, self.partial = self.partial, b""
+        self.frames.append(frame)
+        return frame

@@ -1,0 +1,42 @@
+"""Stream helpers for the Amaranth-simulation tests: offer packed payloads on an
+``amaranth.lib.stream`` interface, and take them with random back-pressure."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+
+
+async def stream_put(ctx, stream, items: Iterable, *, rng: random.Random | None = None,
+                     p_valid: float = 1.0) -> None:
+    """Offer each item (a packed int, or a value the payload accepts) until it is taken; with
+    ``rng``, idle cycles before an item while ``rng.random() > p_valid``."""
+    for item in items:
+        if rng is not None:
+            while rng.random() > p_valid:
+                ctx.set(stream.valid, 0)
+                await ctx.tick()
+        ctx.set(stream.payload.as_value() if isinstance(item, int) else stream.payload, item)
+        ctx.set(stream.valid, 1)
+        await ctx.tick().until(stream.ready)
+    ctx.set(stream.valid, 0)
+
+
+async def stream_get(ctx, stream, count: int | None = None, *,
+                     rng: random.Random | None = None, p_ready: float = 1.0,
+                     into: list | None = None, until: Callable[[], bool] | None = None,
+                     on_item: Callable[[int], object] | None = None) -> list[int]:
+    """Take packed payloads until ``count`` are taken or ``until()`` holds (checked before each
+    cycle); ``ready`` is drawn every cycle as ``rng.random() < p_ready`` (always 1 without
+    ``rng``).  Items go to ``into`` (returned) and, if given, to ``on_item``."""
+    out = [] if into is None else into
+    while not ((count is not None and len(out) >= count) or (until is not None and until())):
+        ctx.set(stream.ready, rng.random() < p_ready if rng is not None else 1)
+        *_, payload, valid, ready = await ctx.tick().sample(stream.payload, stream.valid,
+                                                            stream.ready)
+        if valid and ready:
+            bits = payload.as_value().value if hasattr(payload, "as_value") else int(payload)
+            out.append(bits)
+            if on_item is not None:
+                on_item(bits)
+    return out
