@@ -11,14 +11,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..layouts import Compare, Profile, SamplePoint
 from ..lfsr import LfsrParams
 from ..params import BlockConfig, ConfigError, bits_for, check_choice, check_int, check_real
 
 __all__ = ["MarkerConfig", "MarkerRegisters", "MarkerReg", "PROFILES"]
 
-PROFILES = ("ldcp", "dcqcn", "dctcp")
-COMPARES = ("ge", "gt")
-SAMPLE_POINTS = ("enqueue", "dequeue")
+#: the configuration's names of the modes: the enumerations' member names in lower case, so
+#: that a name's index is its register code (``Profile``, ``Compare``, ``SamplePoint``)
+PROFILES = tuple(p.name.lower() for p in Profile)
+COMPARES = tuple(c.name.lower() for c in Compare)
+SAMPLE_POINTS = tuple(s.name.lower() for s in SamplePoint)
 
 
 class MarkerReg(enum.IntEnum):
@@ -199,9 +202,9 @@ class MarkerConfig(BlockConfig):
     def registers(self) -> MarkerRegisters:
         """Register values: enumerations as codes, P_max as UQ1.draw_bits (round to nearest)."""
         return MarkerRegisters(
-            profile=PROFILES.index(self.profile),
-            compare=COMPARES.index(self.compare),
-            sample_at=SAMPLE_POINTS.index(self.sample_at),
+            profile=Profile[self.profile.upper()].value,
+            compare=Compare[self.compare.upper()].value,
+            sample_at=SamplePoint[self.sample_at.upper()].value,
             k_min=self.k_min,
             k_max=self.k_max,
             p_max=round(self.p_max * (1 << self.draw_bits)),

@@ -25,11 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hw.layouts import (
+    Compare,
     DropReason,
     Ecn,
     LayoutCodec,
     MarkerCtrl,
+    Profile,
     QueueOp,
+    SamplePoint,
     marker_decision_layout,
     marker_descriptor_layout,
 )
@@ -37,9 +40,10 @@ from hw.switch.marker_config import COUNTER_MAX, MarkerConfig, MarkerReg
 
 __all__ = ["Descriptor", "Decision", "MarkerModel", "pack_descriptor", "unpack_decision"]
 
-_PROFILE_LDCP, _PROFILE_DCTCP = 0, 2
-_COMPARE_GE = 0
-_SAMPLE_ENQUEUE, _SAMPLE_DEQUEUE = 0, 1
+# register codes of the modes (CTRL holds plain codes: software may write any bit pattern)
+_PROFILE_LDCP, _PROFILE_DCTCP = Profile.LDCP.value, Profile.DCTCP.value
+_COMPARE_GE = Compare.GE.value
+_SAMPLE_ENQUEUE, _SAMPLE_DEQUEUE = SamplePoint.ENQUEUE.value, SamplePoint.DEQUEUE.value
 
 
 @dataclass(frozen=True)
