@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from ..params import BlockConfig, check_choice, check_int
 
-__all__ = ["CnpGenConfig", "CnpReg", "CNP_PAYLOAD_BYTES", "ROCEV2_PORT", "CNP_OPCODE"]
+__all__ = ["CnpGenConfig", "CnpReg", "CNP_PAYLOAD_BYTES", "ROCEV2_PORT", "CNP_OPCODE",
+           "cnp_header_fields"]
 
 ROCEV2_PORT = 4791
 CNP_OPCODE = 0x81
@@ -101,3 +102,32 @@ class CnpGenConfig(BlockConfig):
         first_icrc_beat = (self.frame_bytes - 4) // self.data_bytes
         return max(self.beats, self.crc_bytes // 4 + self.beats - first_icrc_beat) + 1
 
+
+
+def cnp_header_fields(cfg: CnpGenConfig, regs, req, checksum, masked: bool):
+    """The field values of a CNP's IP header (``IPV4_HEADER`` or ``IPV6_HEADER``), UDP header
+    and BTH, shared by the RTL (``regs``, ``req`` and ``checksum`` are signals) and the model
+    (ints).  ``regs``: the register values by :class:`CnpReg`; ``req``: the request's fields;
+    ``checksum``: the IPv4 header checksum.  ``masked``: the ICRC's view, with the fields a
+    router may change set to ones (IPv4 TOS, TTL, checksum; IPv6 traffic class, flow label,
+    hop limit; UDP checksum; BTH FECN/BECN byte's reserved bits and FECN)."""
+    udp_len = 8 + 12 + CNP_PAYLOAD_BYTES + 4
+    if cfg.ip_version == 4:
+        ip = dict(version=4, ihl=5, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
+                  total_length=20 + udp_len, id=req.ip_id, flags=0b010, frag_offset=0,
+                  ttl=regs[CnpReg.TTL], protocol=17, checksum=checksum, src=req.src_ip,
+                  dst=req.dst_ip)
+        if masked:
+            ip.update(dscp=0x3F, ecn=3, ttl=0xFF, checksum=0xFFFF)
+    else:
+        ip = dict(version=6, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
+                  flow_label=req.flow_label, payload_length=udp_len, next_header=17,
+                  hop_limit=regs[CnpReg.TTL], src=req.src_ip, dst=req.dst_ip)
+        if masked:
+            ip.update(dscp=0x3F, ecn=3, flow_label=0xFFFFF, hop_limit=0xFF)
+    udp = dict(sport=req.udp_sport, dport=ROCEV2_PORT, length=udp_len,
+               checksum=0xFFFF if masked else 0)
+    bth = dict(opcode=CNP_OPCODE, se=0, migreq=0, padcnt=0, tver=0, pkey=regs[CnpReg.PKEY],
+               fecn=1 if masked else 0, becn=1, resv6=0x3F if masked else 0, dqpn=req.dqpn,
+               ackreq=0, resv7=0, psn=0)
+    return ip, udp, bth

@@ -25,14 +25,13 @@ from ..lib.checksum import ones_sum
 from ..lib.crc import icrc_processor
 from ..lib.frame import be_bytes, pack_fields
 from .cnp_config import (
-    CNP_OPCODE,
     CNP_PAYLOAD_BYTES,
     CSR_ADDR_WIDTH,
     CSR_DATA_WIDTH,
     REG_WIDTHS,
-    ROCEV2_PORT,
     CnpGenConfig,
     CnpReg,
+    cnp_header_fields,
 )
 
 __all__ = ["CnpGenerator"]
@@ -81,31 +80,12 @@ class CnpGenerator(wiring.Component):
 
     def _ip_udp_bth(self, req, regs, cksum, masked: bool) -> list[Value]:
         cfg = self.config
-        udp_len = 8 + 12 + CNP_PAYLOAD_BYTES + 4
-        if cfg.ip_version == 4:
-            ip = dict(version=4, ihl=5, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
-                      total_length=20 + udp_len, id=req.ip_id, flags=0b010, frag_offset=0,
-                      ttl=regs[CnpReg.TTL], protocol=17, checksum=cksum, src=req.src_ip,
-                      dst=req.dst_ip)
-            if masked:
-                ip.update(dscp=0x3F, ecn=3, ttl=0xFF, checksum=0xFFFF)
-            out = be_bytes(pack_fields(IPV4_HEADER, ip), 20)
-        else:
-            ip = dict(version=6, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
-                      flow_label=req.flow_label, payload_length=udp_len, next_header=17,
-                      hop_limit=regs[CnpReg.TTL], src=req.src_ip, dst=req.dst_ip)
-            if masked:
-                ip.update(dscp=0x3F, ecn=3, flow_label=0xFFFFF, hop_limit=0xFF)
-            out = be_bytes(pack_fields(IPV6_HEADER, ip), 40)
-        udp = dict(sport=req.udp_sport, dport=ROCEV2_PORT, length=udp_len,
-                   checksum=0xFFFF if masked else 0)
-        bth = dict(opcode=CNP_OPCODE, se=0, migreq=0, padcnt=0, tver=0,
-                   pkey=regs[CnpReg.PKEY], fecn=1 if masked else 0, becn=1,
-                   resv6=0x3F if masked else 0, dqpn=req.dqpn, ackreq=0, resv7=0, psn=0)
-        out += be_bytes(pack_fields(UDP_HEADER, udp), 8)
-        out += be_bytes(pack_fields(BTH_HEADER, bth), 12)
-        out += [Const(0, 8)] * CNP_PAYLOAD_BYTES
-        return out
+        ip, udp, bth = cnp_header_fields(cfg, regs, req, cksum, masked)
+        ip_layout = IPV4_HEADER if cfg.ip_version == 4 else IPV6_HEADER
+        return (be_bytes(pack_fields(ip_layout, ip), ip_layout.size // 8)
+                + be_bytes(pack_fields(UDP_HEADER, udp), 8)
+                + be_bytes(pack_fields(BTH_HEADER, bth), 12)
+                + [Const(0, 8)] * CNP_PAYLOAD_BYTES)
 
     def elaborate(self, platform):
         m = Module()
@@ -139,11 +119,8 @@ class CnpGenerator(wiring.Component):
 
         # ---- stage 0: accept a request, with its IPv4 header checksum (RFC 1071) ------------
         if cfg.ip_version == 4:
-            hdr = pack_fields(IPV4_HEADER, dict(
-                version=4, ihl=5, dscp=regs[CnpReg.CNP_DSCP], ecn=regs[CnpReg.CNP_ECN],
-                total_length=60, id=self.request.payload.ip_id, flags=0b010, frag_offset=0,
-                ttl=regs[CnpReg.TTL], protocol=17, checksum=0, src=self.request.payload.src_ip,
-                dst=self.request.payload.dst_ip))
+            hdr = pack_fields(IPV4_HEADER, cnp_header_fields(
+                cfg, regs, self.request.payload, 0, masked=False)[0])
             new_cksum = ~ones_sum([hdr[16 * k:16 * (k + 1)] for k in range(10)])
         with m.If(req_accept):
             m.d.sync += [req.eq(self.request.payload), busy.eq(1), beat.eq(0), crc_idx.eq(0),

@@ -11,20 +11,20 @@ from dataclasses import dataclass
 from hw.layouts import (
     BTH_HEADER,
     ETH_HEADER,
+    IPV4_HEADER,
     IPV6_HEADER,
     UDP_HEADER,
     VLAN_TAG,
     cnp_request_layout,
 )
 from hw.nic.cnp_config import (
-    CNP_OPCODE,
     CNP_PAYLOAD_BYTES,
     REG_WIDTHS,
-    ROCEV2_PORT,
     CnpGenConfig,
     CnpReg,
+    cnp_header_fields,
 )
-from sim.models.packets import header_bytes, ipv4_checksum, ipv4_header, stream_beats
+from sim.models.packets import header_bytes, ipv4_checksum, stream_beats
 
 __all__ = ["CnpRequest", "CnpModel", "ipv4_checksum", "pack_request", "frame_beats"]
 
@@ -59,29 +59,13 @@ class CnpModel:
 
     def ip_udp_bth(self, req: CnpRequest, masked: bool) -> bytes:
         """IP header .. reserved payload; ``masked``: the ICRC's view (variant fields = ones)."""
-        cfg, r = self.cfg, self.regs
-        ones = masked
-        udp_len = 8 + 12 + CNP_PAYLOAD_BYTES + 4
-        if cfg.ip_version == 4:
-            ip = ipv4_header(dscp=r[CnpReg.CNP_DSCP], ecn=r[CnpReg.CNP_ECN],
-                             total_length=20 + udp_len, ident=req.ip_id, ttl=r[CnpReg.TTL],
-                             src=req.src_ip, dst=req.dst_ip)
-            if ones:    # TOS, TTL and checksum: bytes 1, 8 and 10-11
-                ip = ip[:1] + b"\xff" + ip[2:8] + b"\xff" + ip[9:10] + b"\xff\xff" + ip[12:]
-        else:
-            fields = dict(version=6, dscp=r[CnpReg.CNP_DSCP], ecn=r[CnpReg.CNP_ECN],
-                          flow_label=req.flow_label, payload_length=udp_len, next_header=17,
-                          hop_limit=r[CnpReg.TTL], src=req.src_ip, dst=req.dst_ip)
-            if ones:
-                fields.update(dscp=0x3F, ecn=3, flow_label=0xFFFFF, hop_limit=0xFF)
-            ip = header_bytes(IPV6_HEADER, fields)
-        udp = header_bytes(UDP_HEADER, dict(sport=req.udp_sport, dport=ROCEV2_PORT, length=udp_len,
-                                      checksum=0xFFFF if ones else 0))
-        bth = header_bytes(BTH_HEADER, dict(opcode=CNP_OPCODE, se=0, migreq=0, padcnt=0, tver=0,
-                                      pkey=r[CnpReg.PKEY], fecn=1 if ones else 0, becn=1,
-                                      resv6=0x3F if ones else 0, dqpn=req.dqpn, ackreq=0,
-                                      resv7=0, psn=0))
-        return ip + udp + bth + bytes(CNP_PAYLOAD_BYTES)
+        cfg = self.cfg
+        ip, udp, bth = cnp_header_fields(cfg, self.regs, req, 0, masked)
+        ip_layout = IPV4_HEADER if cfg.ip_version == 4 else IPV6_HEADER
+        if cfg.ip_version == 4 and not masked:
+            ip["checksum"] = ipv4_checksum(header_bytes(IPV4_HEADER, ip))
+        return (header_bytes(ip_layout, ip) + header_bytes(UDP_HEADER, udp)
+                + header_bytes(BTH_HEADER, bth) + bytes(CNP_PAYLOAD_BYTES))
 
     def icrc(self, req: CnpRequest) -> bytes:
         crc = zlib.crc32(b"\xff" * 8 + self.ip_udp_bth(req, masked=True))
