@@ -69,8 +69,6 @@ class CnmTB(TBBase):
         self.scoreboard.assert_empty()
 
 
-
-
 @cocotb.test()
 async def random_frames(dut):
     cfg = env_config(CnmGenConfig)

@@ -82,8 +82,6 @@ class CnpTB(TBBase):
                       self.scapy_checks)
 
 
-
-
 @cocotb.test()
 async def golden_frame(dut):
     """The golden CNP (public RoCEv2 CNP example): set TOS 0x89 and TTL 0x20 through the

@@ -69,8 +69,6 @@ class NpTB(TBBase):
         self.check()
 
 
-
-
 @cocotb.test()
 async def random_packets(dut):
     cfg = env_config(DcqcnNpConfig)

@@ -36,8 +36,6 @@ class RpTB(StateCompareTB):
         return state.rc
 
 
-
-
 @cocotb.test()
 async def random_events(dut):
     """CNPs with random spacing, byte counts, back-to-back events and long idle periods."""

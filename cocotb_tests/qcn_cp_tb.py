@@ -61,8 +61,6 @@ class CpTB(TBBase):
         self.scoreboard.assert_empty()
 
 
-
-
 @cocotb.test()
 async def random_frames(dut):
     cfg = env_config(QcnCpConfig)

@@ -31,8 +31,6 @@ class RpTB(StateCompareTB):
         return state.cr
 
 
-
-
 @cocotb.test()
 async def random_events(dut):
     """CNMs (all 64 feedback values) with random spacing, TX of random sizes (and the byte
