@@ -352,7 +352,8 @@ def once(pred):
 
 @cocotb.test()
 async def directed_tx(dut):
-    """The directed scenarios (docs/ldcp-transport.md) on the RTL sender, with expected values from the draft's rules."""
+    """The directed scenarios (docs/ldcp-transport.md) on the RTL sender, with expected values
+    from the draft's rules."""
     cfg = env_config(LdcpTransportConfig)
     tb = LoopTB(dut, cfg, "tx", 1)
     await tb.start()
