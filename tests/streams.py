@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
+from amaranth.sim import Simulator
+
 
 async def stream_put(ctx, stream, items: Iterable, *, rng: random.Random | None = None,
                      p_valid: float = 1.0) -> None:
@@ -40,3 +42,13 @@ async def stream_get(ctx, stream, count: int | None = None, *,
             if on_item is not None:
                 on_item(bits)
     return out
+
+
+def run_testbenches(dut, *benches, period: float = 4e-9) -> None:
+    """Simulate ``dut`` with a clock (250 MHz by default) and the given async testbenches until
+    they all return."""
+    sim = Simulator(dut)
+    sim.add_clock(period)
+    for bench in benches:
+        sim.add_testbench(bench)
+    sim.run()

@@ -6,7 +6,6 @@ import random
 import struct
 
 import pytest
-from amaranth.sim import Simulator
 from scapy.layers.l2 import Dot1Q, Ether
 
 from hw.params import ConfigError
@@ -14,7 +13,7 @@ from hw.switch.cnm_config import CnmGenConfig
 from hw.switch.cnm_gen import CnmGenerator
 from sim.models.cnm import CnmModel, CnmRequest, pack_cnm_request
 from sim.models.packets import FrameAssembler
-from tests.streams import stream_get, stream_put
+from tests.streams import run_testbenches, stream_get, stream_put
 
 REQ = CnmRequest(dst_mac=0x112233445566, vid=5, rpid=0xABCD, cpid_low=0x0102, qntz_fb=11,
                  q_off=-3, q_delta=62, enc_prio=3, enc_dst=0xA0A1A2A3A4A5, msdu_len=4,
@@ -102,11 +101,7 @@ def run_stream_rtl(dut, requests: list[int], data_bytes: int, p_ready=0.7,
         await stream_get(ctx, sink, rng=random.Random(3), p_ready=p_ready, on_item=frames.push,
                          until=lambda: len(frames.frames) >= len(requests))
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(sender)
-    sim.add_testbench(receiver)
-    sim.run()
+    run_testbenches(dut, sender, receiver)
     return frames.frames
 
 

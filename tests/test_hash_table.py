@@ -5,14 +5,13 @@ in cocotb_tests/test_l3qcn_tables.py)."""
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from hw.layouts import HtOp, HtStatus
 from hw.params import ConfigError
 from hw.switch.hash_table import HashTable
 from hw.switch.hash_table_config import HashTableConfig, primitive_polynomials
 from sim.models.hash_table import HashTableModel, HtCodec
-from tests.streams import stream_get, stream_put
+from tests.streams import run_testbenches, stream_get, stream_put
 
 
 @pytest.mark.parametrize("field, value, text", [
@@ -133,11 +132,7 @@ def run_rtl(cfg, ops, p_ready=0.7, p_valid=0.8, seed=5):
         state["counters"] = (ctx.get(dut.lookups), ctx.get(dut.misses), ctx.get(dut.full))
 
     state = {}
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(sender)
-    sim.add_testbench(receiver)
-    sim.run()
+    run_testbenches(dut, sender, receiver)
     return results, state
 
 

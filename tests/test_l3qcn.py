@@ -9,7 +9,6 @@ import random
 import struct
 
 import pytest
-from amaranth.sim import Simulator
 from scapy.layers.inet import IP, UDP
 from scapy.packet import Raw
 
@@ -34,7 +33,7 @@ from sim.models.l3qcn import (
     parse_private_cnm,
 )
 from sim.models.packets import FrameAssembler
-from tests.streams import stream_get, stream_put
+from tests.streams import run_testbenches, stream_get, stream_put
 
 try:        # from the cocotb testbenches (the repository root on sys.path)
     from tests.test_cnm import parse_cnm, run_stream_rtl
@@ -365,11 +364,7 @@ def run_tor_rtl(cfg, learns, packets):
                          ("cnms", "other", "malformed", "misses", "full", "occupancy")})
 
     counters = {}
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(sender)
-    sim.add_testbench(receiver)
-    sim.run()
+    run_testbenches(dut, sender, receiver)
     return frames.frames, counters
 
 

@@ -17,7 +17,6 @@ import os
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from gateware.tops import TOPS
 from hw.layouts import (
@@ -36,6 +35,7 @@ from sim.models.ldcp_loop import Channel, ChannelConfig
 from sim.models.ldcp_transport import Deliver, LdcpReceiverCycle, TAck, TxPacket
 from sim.models.ldcp_transport import LdcpSender as LdcpSenderCycle
 from sim.models.packets import codec
+from tests.streams import run_testbenches
 
 CFG = TOPS["ldcp_tx"].config
 MTU = CFG.window.mtu
@@ -160,10 +160,7 @@ def run_loop(side: str, seed: int, messages: list[tuple[int, ChannelConfig, Chan
             for _ in range(4):
                 await step(ctx)
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)
     return stats
 
 

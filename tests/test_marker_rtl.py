@@ -3,13 +3,11 @@ register write and a counter read.  (The long runs are in cocotb_tests/, on Veri
 
 import random
 
-from amaranth.sim import Simulator
-
 from hw.layouts import Ecn, MarkerCtrl, QueueOp, marker_descriptor_layout
 from hw.switch.marker import EgressMarker
 from hw.switch.marker_config import MarkerConfig, MarkerReg
 from sim.models.marker import Descriptor, MarkerModel, unpack_decision
-from tests.streams import stream_get, stream_put
+from tests.streams import run_testbenches, stream_get, stream_put
 
 
 def run(cfg: MarkerConfig, items, writes_before=()):
@@ -37,11 +35,7 @@ def run(cfg: MarkerConfig, items, writes_before=()):
                          on_item=lambda bits: decisions.append(unpack_decision(cfg, bits)),
                          into=[])
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(sender)
-    sim.add_testbench(receiver)
-    sim.run()
+    run_testbenches(dut, sender, receiver)
     return decisions, reads
 
 

@@ -7,14 +7,13 @@ import random
 from fractions import Fraction
 
 import pytest
-from amaranth.sim import Simulator
 
 from hw.params import ConfigError
 from hw.switch.qcn_cp import QcnCp
 from hw.switch.qcn_cp_config import SAMPLE_TABLE, QcnCpConfig
 from sim.models.qcn import CpCodec, CpDecision, CpFrame, CpModel
 from sim.reference.qcn import cp_feedback, cp_interval, cp_quantize
-from tests.streams import stream_get, stream_put
+from tests.streams import run_testbenches, stream_get, stream_put
 
 EVERY_FRAME = QcnCpConfig(sample_table=(1,) * 8, jitter=0.0)   # every frame is a sample
 
@@ -123,11 +122,7 @@ def run_rtl(cfg, frames, p_ready=0.7):
                                 p_ready=p_ready)
         got.extend(codec.unpack_decision(b) for b in bits)
 
-    sim = Simulator(dut)
-    sim.add_clock(4e-9)
-    sim.add_testbench(sender)
-    sim.add_testbench(receiver)
-    sim.run()
+    run_testbenches(dut, sender, receiver)
     return got
 
 
