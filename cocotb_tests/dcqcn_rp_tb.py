@@ -4,7 +4,7 @@ Run through ``cocotb_tests/test_dcqcn_rp.py`` (pytest), which passes the configu
 ``CC_CONFIG``.  Timing: the testbench works at mid-period (2 ns after a rising edge), where it
 reads the state register and drives the next event; an idle gap of ``n`` cycles is one
 ``Timer(4 n ns)`` (no Python per cycle) and the model skips the same ``n`` cycles with
-:meth:`RpModel.idle`, so long idle periods (many timer expiries) are cheap.  The whole state
+:meth:`DcqcnRpModel.idle`, so long idle periods (many timer expiries) are cheap.  The whole state
 (rates, alpha, stages, phase, timers, byte counter, flags) is compared before and after every
 event.
 
@@ -21,14 +21,14 @@ import cocotb
 from cocotb_tests.infra.state_tb import StateCompareTB
 from cocotb_tests.infra.tb import env_config, env_count, env_seed, test_seed
 from hw.nic.dcqcn_config import ALPHA_ONE, RATE_FRAC, DcqcnRpConfig
-from sim.models.dcqcn import Cnp, RpCodec, RpModel, Tx
+from sim.models.dcqcn import DcqcnCnp, DcqcnRpCodec, DcqcnRpModel, DcqcnTx
 
 MBPS = 1 << RATE_FRAC
 
 
 class RpTB(StateCompareTB):
     def __init__(self, dut, cfg: DcqcnRpConfig, seed: int):
-        super().__init__(dut, seed, RpModel(cfg), RpCodec(cfg))
+        super().__init__(dut, seed, DcqcnRpModel(cfg), DcqcnRpCodec(cfg))
         self.cfg = cfg
 
     @staticmethod
@@ -55,10 +55,10 @@ async def random_events(dut):
                else rng.randint(600, 5000))
         await tb.idle(gap)
         if rng.random() < p_cnp:
-            ev = Cnp()
+            ev = DcqcnCnp()
         else:
             y = rng.random()
-            ev = Tx(rng.randint(64, 9000) if y < 0.97 else rng.choice(
+            ev = DcqcnTx(rng.randint(64, 9000) if y < 0.97 else rng.choice(
                 [0, 1, cfg.rpg_byte_reset, cfg.rpg_byte_reset + 1, (1 << cfg.byte_width) - 1]))
         await tb.event(ev)
     tb.log.info("%d events, %d cycles, %d cuts, %d state comparisons", n_events,
@@ -75,9 +75,9 @@ async def profile_rule(dut):
     await tb.start()
     name = os.environ["CC_PROFILE"]
     if name == "paper":
-        await tb.event(Cnp())            # cut with alpha = 1 first, then alpha stays 1
+        await tb.event(DcqcnCnp())            # cut with alpha = 1 first, then alpha stays 1
         assert tb.state().rc == 20_000 * MBPS and tb.state().rt == 40_000 * MBPS
-        await tb.event(Cnp())            # clamp always: Rt = Rc
+        await tb.event(DcqcnCnp())            # clamp always: Rt = Rc
         assert tb.state().rc == 10_000 * MBPS and tb.state().rt == 20_000 * MBPS
         await tb.idle(r.t_cycles - 1)
         assert tb.state().t_stage == 0   # not one cycle early
@@ -85,18 +85,18 @@ async def profile_rule(dut):
         assert tb.state().t_stage == 1   # exactly T after the cut: fast recovery
         assert tb.state().rc == 15_000 * MBPS
     elif name == "ns3-rdma":
-        await tb.event(Cnp())            # alpha first: 15/16 * 1/2 + 1/16 = 0.53125
+        await tb.event(DcqcnCnp())            # alpha first: 15/16 * 1/2 + 1/16 = 0.53125
         assert tb.state().alpha == int(0.53125 * ALPHA_ONE)
         assert tb.state().rc == 29_375 * MBPS and tb.state().rt == 40_000 * MBPS  # no clamp
         for _ in range(11):
-            await tb.event(Cnp())
+            await tb.event(DcqcnCnp())
         rc = tb.state().rc
         assert rc * 10 < 40_000 * MBPS
         await tb.idle(r.t_cycles)        # timer stage 1 and Rt > 10 Rc: Rt = Rt / 8
         assert tb.state().rt == 5_000 * MBPS
         assert tb.state().rc == (5_000 * MBPS + rc) >> 1
     elif name == "hpcc-mlx":
-        await tb.event(Cnp())            # first CNP: no immediate cut
+        await tb.event(DcqcnCnp())            # first CNP: no immediate cut
         await tb.idle(r.p_cycles)
         assert tb.state().rc == r.max_rate
         await tb.idle(1)                 # check at first CNP + P + 1 cycles
@@ -105,14 +105,14 @@ async def profile_rule(dut):
         await tb.idle(5 * r.p_cycles)    # no further CNP: no further cut
         assert tb.model.cuts == 1
     elif name == "connectx":
-        await tb.event(Cnp())            # alpha 1023/1024: Rc (1 - alpha/2)
+        await tb.event(DcqcnCnp())            # alpha 1023/1024: Rc (1 - alpha/2)
         rc = 100_000 * (1 - 1023 / 2048)
         assert abs(tb.state().rc / MBPS - rc) < 0.01
         await tb.idle(10)
-        await tb.event(Cnp())            # inside rate_reduce_monitor_period: no second cut
+        await tb.event(DcqcnCnp())            # inside rate_reduce_monitor_period: no second cut
         assert abs(tb.state().rc / MBPS - rc) < 0.01
         await tb.idle(r.p_cycles - 12)
-        await tb.event(Cnp())            # P after the first cut: cut again
+        await tb.event(DcqcnCnp())            # P after the first cut: cut again
         assert tb.state().rc < rc * MBPS * 0.6
     else:
         raise AssertionError(f"unknown profile {name}")

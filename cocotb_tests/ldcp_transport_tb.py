@@ -37,8 +37,8 @@ from hw.nic.ldcp_window_config import ONE
 from sim.models.ldcp_loop import Channel, ChannelConfig
 from sim.models.ldcp_transport import (
     Deliver,
-    LdcpReceiverCycle,
-    LdcpSender,
+    LdcpReceiverCycleModel,
+    LdcpSenderModel,
     RxPacket,
     TAck,
     TxPacket,
@@ -51,8 +51,8 @@ class LoopTB(TBBase):
     def __init__(self, dut, cfg: LdcpTransportConfig, side: str, seed: int):
         super().__init__(dut, seed)
         self.cfg, self.side = cfg, side
-        self.tx = LdcpSender(cfg)
-        self.rx = LdcpReceiverCycle(cfg)
+        self.tx = LdcpSenderModel(cfg)
+        self.rx = LdcpReceiverCycleModel(cfg)
         self.data = Channel(ChannelConfig(), random.Random(self.rng.random()))
         self.acks = Channel(ChannelConfig(), random.Random(self.rng.random()))
         self.p_pkt_ready = self.p_ack_ready = 1.0

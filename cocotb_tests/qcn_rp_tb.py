@@ -3,7 +3,7 @@
 Run through ``cocotb_tests/test_qcn_rp.py`` with the configuration as JSON in ``CC_CONFIG``.
 Timing (as in the DCQCN RP testbench): the testbench works at mid-period, where it reads the
 state register and drives the next event; an idle gap of ``n`` cycles is one ``Timer`` and the
-model skips the same ``n`` cycles with :meth:`RpModel.idle`.  The whole state (CR, TR, BC,
+model skips the same ``n`` cycles with :meth:`QcnRpModel.idle`.  The whole state (CR, TR, BC,
 stages, timer, flags) and the ``rate`` port are compared after every event and idle gap.
 """
 
@@ -16,14 +16,14 @@ import cocotb
 from cocotb_tests.infra.state_tb import StateCompareTB
 from cocotb_tests.infra.tb import env_config, env_count, env_seed, test_seed
 from hw.nic.qcn_rp_config import RATE_FRAC, QcnRpConfig
-from sim.models.qcn import Cnm, RpCodec, RpModel, Tx
+from sim.models.qcn import QcnCnm, QcnRpCodec, QcnRpModel, QcnTx
 
 MBPS = 1 << RATE_FRAC
 
 
 class RpTB(StateCompareTB):
     def __init__(self, dut, cfg: QcnRpConfig, seed: int):
-        super().__init__(dut, seed, RpModel(cfg), RpCodec(cfg))
+        super().__init__(dut, seed, QcnRpModel(cfg), QcnRpCodec(cfg))
         self.cfg = cfg
 
     @staticmethod
@@ -51,12 +51,12 @@ async def random_events(dut):
                rng.randint(5, t_full) if x < 0.99 else rng.randint(t_full, 4 * t_full))
         await tb.idle(gap)
         if rng.random() < p_cnm:
-            ev = Cnm(rng.randrange(64) if rng.random() < 0.9 else rng.choice((0, 63)))
+            ev = QcnCnm(rng.randrange(64) if rng.random() < 0.9 else rng.choice((0, 63)))
             fbs.add(ev.fb)
         else:
             y = rng.random()
             bc = tb.model.state.bc
-            ev = Tx(rng.randint(64, 9000) if y < 0.9 else rng.choice(
+            ev = QcnTx(rng.randint(64, 9000) if y < 0.9 else rng.choice(
                 [0, 1, max(0, bc - 1), bc, bc + 1, (1 << cfg.byte_width) - 1]))
         await tb.event(ev)
     m = tb.model
@@ -81,14 +81,14 @@ async def known_answers(dut):
     assert cfg == QcnRpConfig(), "known answers are for the MIB defaults"
     tb = RpTB(dut, cfg, test_seed(1))
     await tb.start()
-    await tb.event(Cnm(10))
+    await tb.event(QcnCnm(10))
     assert tb.state().cr == 9218.75 * MBPS and tb.state().tr == 10_000 * MBPS
     gap = 781.25
     for _ in range(5):
-        await tb.event(Tx(150_000))
+        await tb.event(QcnTx(150_000))
         gap /= 2
         assert tb.state().cr == (10_000 - gap) * MBPS
-    await tb.event(Cnm(63))                     # 63/128 < 1/2: CR - floor(CR x 63/128)
+    await tb.event(QcnCnm(63))                     # 63/128 < 1/2: CR - floor(CR x 63/128)
     cr = int((10_000 - gap) * MBPS)             # 10215000 (exact)
     assert tb.state().cr == cr - (cr * 63) // 128 == 5187305
     await tb.idle(3_750_000 - 1)                # 15 ms at 250 MHz: not one cycle early

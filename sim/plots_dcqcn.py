@@ -12,22 +12,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from hw.nic.dcqcn_config import PROFILES, RATE_FRAC, DcqcnRpConfig  # noqa: E402
-from sim.models.dcqcn import Cnp, RpModel, Tx  # noqa: E402
+from sim.models.dcqcn import DcqcnCnp, DcqcnRpModel, DcqcnTx  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "figures" / "dcqcn_profiles.png"
 
 
 def trace(profile: str, total_us: int = 3000, step_us: int = 2):
     cfg = DcqcnRpConfig.profile(profile)
-    model = RpModel(cfg)
+    model = DcqcnRpModel(cfg)
     per_us = cfg.clk_hz // 1_000_000
     t, rates = [], []
     for us in range(0, total_us, step_us):
         if 100 <= us < 300 and us % 10 == 0:
-            model.step(Cnp())
+            model.step(DcqcnCnp())
         else:
             # the flow sends at Rc: bytes in step_us microseconds (feeds the byte counter)
-            model.step(Tx(min(int(model.state.rc / (1 << RATE_FRAC) * step_us / 8),
+            model.step(DcqcnTx(min(int(model.state.rc / (1 << RATE_FRAC) * step_us / 8),
                               (1 << cfg.byte_width) - 1)))
         model.idle(step_us * per_us - 1)
         t.append(us)

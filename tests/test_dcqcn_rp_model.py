@@ -10,11 +10,11 @@ import pytest
 from hw.nic.dcqcn_config import ALPHA_ONE, PROFILES, RATE_FRAC, DcqcnRpConfig
 from hw.params import ConfigError
 from sim.models.dcqcn import (
-    Cnp,
-    RpCodec,
-    RpModel,
-    RpState,
-    Tx,
+    DcqcnCnp,
+    DcqcnRpCodec,
+    DcqcnRpModel,
+    DcqcnRpState,
+    DcqcnTx,
     pack_event,
     pack_state,
     unpack_state,
@@ -76,19 +76,19 @@ def test_json_round_trip():
 # -- hand-derived known answers ------------------------------------------------------------------
 
 def test_paper_cut_then_alpha():
-    m = RpModel(DcqcnRpConfig.profile("paper"))
-    m.step(Cnp())                      # alpha = 1 is used, then (1-g)*1 + g = 1
+    m = DcqcnRpModel(DcqcnRpConfig.profile("paper"))
+    m.step(DcqcnCnp())                      # alpha = 1 is used, then (1-g)*1 + g = 1
     assert mbps(m.state.rc) == 20_000 and mbps(m.state.rt) == 40_000
     assert m.state.alpha == ALPHA_ONE
-    m.step(Cnp())                      # Rt = Rc (clamp always), Rc halves again
+    m.step(DcqcnCnp())                      # Rt = Rc (clamp always), Rc halves again
     assert mbps(m.state.rc) == 10_000 and mbps(m.state.rt) == 20_000
 
 
 def test_paper_increase_phases():
     cfg = DcqcnRpConfig.profile("paper", rpg_byte_reset=0)   # timer only: stage vs F = 5
-    m = RpModel(cfg)
+    m = DcqcnRpModel(cfg)
     T = cfg.registers().t_cycles
-    m.step(Cnp())                      # Rc 20000, Rt 40000
+    m.step(DcqcnCnp())                      # Rc 20000, Rt 40000
     rc, rt = 20_000.0, 40_000.0
     for stage in range(1, 9):
         m.idle(T - 1)
@@ -106,8 +106,8 @@ def test_paper_increase_phases():
 
 
 def test_ns3_alpha_first_and_conditional_clamp():
-    m = RpModel(DcqcnRpConfig.profile("ns3-rdma"))
-    m.step(Cnp())
+    m = DcqcnRpModel(DcqcnRpConfig.profile("ns3-rdma"))
+    m.step(DcqcnCnp())
     # alpha = 15/16 * 0.5 + 1/16 = 0.53125 first; Rc = 40000 (1 - 0.265625) = 29375
     assert m.state.alpha == int(0.53125 * ALPHA_ONE)
     assert mbps(m.state.rc) == 29_375
@@ -116,9 +116,9 @@ def test_ns3_alpha_first_and_conditional_clamp():
 
 def test_ns3_rt_guard():
     cfg = DcqcnRpConfig.profile("ns3-rdma", rpg_byte_reset=0)
-    m = RpModel(cfg)
+    m = DcqcnRpModel(cfg)
     for _ in range(12):                            # Rt stays 40000 (no clamp), Rc falls
-        m.step(Cnp())
+        m.step(DcqcnCnp())
     assert m.state.rt == 40_000 * MBPS and m.state.rc * 10 < m.state.rt
     rc = m.state.rc
     m.idle(cfg.registers().t_cycles)               # first timer stage: Rt > 10 Rc -> Rt / 8
@@ -130,12 +130,12 @@ def test_ns3_rt_guard():
 def test_ns3_hyper_step_and_halved_timer():
     cfg = DcqcnRpConfig.profile("ns3-rdma", rpg_threshold=1, rpg_byte_reset=1000)
     T = cfg.registers().t_cycles
-    m = RpModel(cfg)
-    m.step(Cnp())
-    m.step(Tx(1000))                               # byte stage 1: the next cut clamps Rt
-    m.step(Cnp())
+    m = DcqcnRpModel(cfg)
+    m.step(DcqcnCnp())
+    m.step(DcqcnTx(1000))                               # byte stage 1: the next cut clamps Rt
+    m.step(DcqcnCnp())
     assert m.state.rt < 40_000 * MBPS and m.state.b_stage == 0
-    m.step(Tx(1000))                               # byte stage 1 = F: select -> AI (time < F)
+    m.step(DcqcnTx(1000))                               # byte stage 1 = F: select -> AI (time < F)
     assert (m.state.b_stage, m.state.mode) == (1, 1)
     m.idle(T - 1)                                  # time stage 1 (T after the cut): HAI
     assert (m.state.t_stage, m.state.mode) == (1, 2)
@@ -154,8 +154,8 @@ def test_ns3_hyper_step_and_halved_timer():
 def test_hpcc_periodic_check_and_alpha_grid():
     cfg = DcqcnRpConfig.profile("hpcc-mlx")
     r = cfg.registers()
-    m = RpModel(cfg)
-    m.step(Cnp())                                  # first CNP: no cut yet, alpha = 1
+    m = DcqcnRpModel(cfg)
+    m.step(DcqcnCnp())                                  # first CNP: no cut yet, alpha = 1
     assert m.state.rc == r.max_rate
     m.idle(r.p_cycles)                             # grid: +P+1 (1 cycle after the alpha tick)
     assert m.state.rc == r.max_rate and m.cuts == 0
@@ -172,14 +172,14 @@ def test_hpcc_periodic_check_and_alpha_grid():
 def test_connectx_holdoff_min_dec_fac_first_rate():
     cfg = DcqcnRpConfig.profile("connectx", rpg_gd=10, rate_to_set_on_first_cnp=20_000)
     r = cfg.registers()
-    m = RpModel(cfg)
-    m.step(Cnp())                                  # first CNP: Rc = Rt = 20000
+    m = DcqcnRpModel(cfg)
+    m.step(DcqcnCnp())                                  # first CNP: Rc = Rt = 20000
     assert m.state.rc == m.state.rt == 20_000 * MBPS
     m.idle(5)
-    m.step(Cnp())                                  # within the monitor period: no cut
+    m.step(DcqcnCnp())                                  # within the monitor period: no cut
     assert m.state.rc == 20_000 * MBPS
     m.idle(r.p_cycles - 7)
-    m.step(Cnp())                                  # exactly P after the first: cut, alpha ~ 1,
+    m.step(DcqcnCnp())                                  # exactly P after the first: cut, alpha ~ 1,
     assert m.state.rc == 10_000 * MBPS             # gd 10 cuts Rc*alpha, floor 50 %
 
 
@@ -191,10 +191,10 @@ def test_validation_bounds_random():
         cfg = DcqcnRpConfig.profile(p, rpg_gd=rng.choice([10, 11]), rpg_min_dec_fac=60,
                                     rpg_time_reset=4)
         r = cfg.registers()
-        m = RpModel(cfg)
+        m = DcqcnRpModel(cfg)
         for _ in range(3000):
             before, cuts = m.state.rc, m.cuts
-            m.step(Cnp() if rng.random() < 0.5 else Tx(rng.randint(1, 9000)))
+            m.step(DcqcnCnp() if rng.random() < 0.5 else DcqcnTx(rng.randint(1, 9000)))
             if m.cuts > cuts:
                 assert m.state.rc * 100 >= before * 60
                 assert m.state.rc >= r.min_rate
@@ -223,11 +223,11 @@ def test_float_reference_gap(profile):
                                                                            30_000))
     g = (1024 - cfg.dce_tcp_g) / 1024
     alpha_bound = 2 ** -24 / g          # truncation of each decay, summed geometrically
-    m, ref = RpModel(cfg), RpReference(cfg)
+    m, ref = DcqcnRpModel(cfg), RpReference(cfg)
     rate_gap = alpha_gap = 0.0
     for cycle, ev in _trace(random.Random(11), 8000):
         m.idle(cycle - m.cycle)
-        m.step(Cnp() if ev == "cnp" else Tx(ev))
+        m.step(DcqcnCnp() if ev == "cnp" else DcqcnTx(ev))
         ref.event(cycle, ev)
         s = m.state
         assert (s.t_stage, s.b_stage, s.mode) == \
@@ -245,10 +245,10 @@ def test_timers_match_ideal_deadlines():
     cut and every stage change happens on the same cycle."""
     cfg = DcqcnRpConfig.profile("hpcc-mlx", rpg_time_reset=3, dce_tcp_rtt=0.7,
                                 rate_reduce_monitor_period=1.3)
-    m, ref = RpModel(cfg), RpReference(cfg)
+    m, ref = DcqcnRpModel(cfg), RpReference(cfg)
     for cycle, ev in _trace(random.Random(5), 3000):
         m.idle(cycle - m.cycle)
-        m.step(Cnp() if ev == "cnp" else Tx(ev))
+        m.step(DcqcnCnp() if ev == "cnp" else DcqcnTx(ev))
         ref.event(cycle, ev)
     ref.advance_to(m.cycle)
     assert m.cut_cycles == ref.cut_cycles and len(m.cut_cycles) > 50
@@ -256,9 +256,9 @@ def test_timers_match_ideal_deadlines():
 
 def test_codec_matches_layouts():
     cfg = DcqcnRpConfig.profile("ns3-rdma")
-    codec, rng = RpCodec(cfg), random.Random(2)
+    codec, rng = DcqcnRpCodec(cfg), random.Random(2)
     for _ in range(200):
-        st = RpState(rc=rng.getrandbits(cfg.rate_width), rt=rng.getrandbits(cfg.rate_width),
+        st = DcqcnRpState(rc=rng.getrandbits(cfg.rate_width), rt=rng.getrandbits(cfg.rate_width),
                      alpha=rng.getrandbits(25), t_stage=rng.getrandbits(8),
                      b_stage=rng.getrandbits(8), mode=rng.randint(0, 2),
                      t_cnt=rng.getrandbits(24), a_cnt=rng.getrandbits(24),
@@ -267,5 +267,5 @@ def test_codec_matches_layouts():
                      dec_flag=rng.getrandbits(1))
         bits = pack_state(cfg, st)
         assert codec.state(bits) == st == unpack_state(cfg, bits)
-        ev = Cnp() if rng.random() < 0.5 else Tx(rng.getrandbits(24))
+        ev = DcqcnCnp() if rng.random() < 0.5 else DcqcnTx(rng.getrandbits(24))
         assert codec.event(ev) == pack_event(cfg, ev)

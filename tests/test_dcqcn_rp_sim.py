@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 
 from hw.nic.dcqcn_config import PROFILES, DcqcnRpConfig
 from hw.nic.dcqcn_rp import DcqcnRp
-from sim.models.dcqcn import Cnp, RpModel, Tx, pack_event, unpack_state
+from sim.models.dcqcn import DcqcnCnp, DcqcnRpModel, DcqcnTx, pack_event, unpack_state
 
 
 def small(profile: str) -> DcqcnRpConfig:
@@ -23,7 +23,7 @@ def small(profile: str) -> DcqcnRpConfig:
 @pytest.mark.parametrize("profile", PROFILES)
 def test_rtl_matches_model_every_cycle(profile):
     cfg = small(profile)
-    dut, model = DcqcnRp(cfg), RpModel(cfg)
+    dut, model = DcqcnRp(cfg), DcqcnRpModel(cfg)
     rng = random.Random(sum(map(ord, profile)))
     sim = Simulator(dut)
     sim.add_clock(4e-9)
@@ -32,7 +32,7 @@ def test_rtl_matches_model_every_cycle(profile):
         assert ctx.get(dut.event.ready) == 1
         for cycle in range(1500):
             x = rng.random()
-            ev = Cnp() if x < 0.05 else Tx(rng.randint(64, 9000)) if x < 0.3 else None
+            ev = DcqcnCnp() if x < 0.05 else DcqcnTx(rng.randint(64, 9000)) if x < 0.3 else None
             ctx.set(dut.event.valid, ev is not None)
             if ev is not None:
                 ctx.set(dut.event.payload.as_value(), pack_event(cfg, ev))

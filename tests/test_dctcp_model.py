@@ -7,8 +7,8 @@ import pytest
 from hw.params import ConfigError
 from sim.models.dctcp import (
     DctcpConfig,
-    DctcpReceiver,
-    DctcpSender,
+    DctcpReceiverModel,
+    DctcpSenderModel,
     min_not_zero,
     ssthresh,
     update_alpha,
@@ -40,7 +40,7 @@ def test_ssthresh_known_answers(cwnd, alpha, expected):
 def test_receiver_ece_state_machine_with_delayed_acks():
     """Delayed ACKs of 2; a CE change flushes the pending ACK with the old state, then an
     immediate ACK with the new state: the sender sees the exact count of marked packets."""
-    rx = DctcpReceiver(DctcpConfig(ack_every=2))
+    rx = DctcpReceiverModel(DctcpConfig(ack_every=2))
     assert rx.on_packet(0, False) == []
     assert rx.on_packet(1, False) == [(2, False)]
     assert rx.on_packet(2, False) == []
@@ -52,7 +52,7 @@ def test_receiver_ece_state_machine_with_delayed_acks():
 
 
 def test_sender_cuts_once_per_window_and_counts_alpha():
-    s = DctcpSender(DctcpConfig(init_cwnd=100, init_ssthresh=100))
+    s = DctcpSenderModel(DctcpConfig(init_cwnd=100, init_ssthresh=100))
     s.next_seq = 100
     s.on_ack(1, True)                  # first window ends at 0: alpha updated, then a cut
     assert s.cuts == 1 and s.cwnd == ssthresh(100, s.alpha)
@@ -66,7 +66,7 @@ def test_sender_cuts_once_per_window_and_counts_alpha():
 
 
 def test_sender_reno_growth():
-    s = DctcpSender(DctcpConfig(init_cwnd=10, init_ssthresh=12))
+    s = DctcpSenderModel(DctcpConfig(init_cwnd=10, init_ssthresh=12))
     s.next_seq = 10
     s.on_ack(1, False)
     s.on_ack(2, False)                 # slow start: +1 per packet up to ssthresh

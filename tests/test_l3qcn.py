@@ -19,9 +19,9 @@ from hw.switch.l3qcn import PrivateCnmGen
 from hw.switch.l3qcn_config import L3qcnCpConfig, L3qcnTorConfig, PrivateCnmConfig
 from sim.models.cnp import CnpRequest
 from sim.models.l3qcn import (
-    CnpQpTable,
+    CnpQpTableModel,
     FiveTuple,
-    FlowIdTable,
+    FlowIdTableModel,
     FlowInfo,
     L3qcnCpModel,
     L3qcnFrame,
@@ -209,7 +209,7 @@ def test_classify_mutations():
 
 def test_cnp_qp_table_api_and_no_wrong_qp():
     cfg = HashTableConfig.cnp_qp(buckets=4, ways=1)
-    t, rng = CnpQpTable(cfg), random.Random(13)
+    t, rng = CnpQpTableModel(cfg), random.Random(13)
     pairs = [(rng.getrandbits(32), rng.getrandbits(24)) for _ in range(400)]
     same = [p for p in pairs if cfg.buckets_of(cnp_qp_key(*p)) ==
             cfg.buckets_of(cnp_qp_key(*pairs[0]))][:3]      # the same two candidate buckets
@@ -226,7 +226,7 @@ def test_cnp_qp_table_api_and_no_wrong_qp():
 
 def test_flow_id_table_learn_refresh_full():
     cfg = HashTableConfig.flow_id(buckets=4, ways=1)
-    t = FlowIdTable(cfg)
+    t = FlowIdTableModel(cfg)
     rng = random.Random(14)
     flows = [random_flow(rng) for _ in range(100)]
     a, b, c = [f for f in flows if cfg.buckets_of(_key(f)) == cfg.buckets_of(_key(flows[0]))][:3]

@@ -7,7 +7,7 @@ Topology (one flow)::
        ^                 |  learns 5-tuple -> (MAC, flow ID, VID) from the host's frames
        +---- CNM <-------+<-- private CNM (IPv4/UDP, routed back to the flow's source IP)
 
-The source is :class:`sim.models.qcn.RpModel` (one clock cycle per event, 250 MHz) sending
+The source is :class:`sim.models.qcn.QcnRpModel` (one clock cycle per event, 250 MHz) sending
 1500-byte frames at its current rate (MIB defaults except a faster increase, AI 50 / HAI 250
 Mb/s and a 1.5 ms timer, so that 50 ms of simulated time show the steady state); the queue
 drains at 5 Gb/s; every delay is 2 µs one way.
@@ -23,7 +23,7 @@ import pytest
 from hw.nic.qcn_rp_config import RATE_FRAC, QcnRpConfig
 from hw.switch.l3qcn_config import L3qcnCpConfig, L3qcnTorConfig
 from sim.models.l3qcn import FiveTuple, FlowInfo, L3qcnCpModel, L3qcnFrame, TorModel
-from sim.models.qcn import Cnm, RpModel, Tx
+from sim.models.qcn import QcnCnm, QcnRpModel, QcnTx
 
 FRAME = 1500
 DRAIN_BYTES_PER_CYCLE = 5e9 / 8 / 250e6          # 5 Gb/s at 250 MHz
@@ -34,7 +34,7 @@ FLOW = FiveTuple(0x0A_01_00_02, 0x0A_02_00_07, 40000, 5001, 17)
 
 def run(learn: bool, cycles: int = 12_500_000):
     rp_cfg = QcnRpConfig(ai_rate_mbps=50, hai_rate_mbps=250, time_reset_us=1500)
-    rp = RpModel(rp_cfg)
+    rp = QcnRpModel(rp_cfg)
     cp = L3qcnCpModel(L3qcnCpConfig(mode="qcn"))
     tor = TorModel(L3qcnTorConfig())
     pending: list = []                 # (cycle the CNM reaches the host, qntzFb)
@@ -46,9 +46,9 @@ def run(learn: bool, cycles: int = 12_500_000):
         while pending and pending[0][0] <= t:
             when, fb = heapq.heappop(pending)
             rp.idle(max(0, when - rp.cycle))
-            rp.step(Cnm(fb))
+            rp.step(QcnCnm(fb))
         rp.idle(max(0, t - rp.cycle))
-        rp.step(Tx(FRAME))
+        rp.step(QcnTx(FRAME))
         if learn:
             tor.learn(FLOW, FlowInfo(HOST_MAC, RPID, VID))
         arrival = t + DELAY

@@ -24,8 +24,8 @@ from hw.layouts import LdcpTxStage
 from hw.nic.ldcp_transport_config import LdcpTransportConfig
 from hw.nic.ldcp_window_config import GAMMAS, ONE, LdcpWindowConfig
 from hw.params import ConfigError
-from sim.models.ldcp_transport import LdcpReceiver, LdcpSender, RxPacket, TAck
-from sim.models.ldcp_transport_fast import FastLdcpReceiver, FastLdcpSender
+from sim.models.ldcp_transport import LdcpReceiverModel, LdcpSenderModel, RxPacket, TAck
+from sim.models.ldcp_transport_fast import FastLdcpReceiverModel, FastLdcpSenderModel
 
 
 def seed(default: int) -> int:
@@ -83,8 +83,8 @@ def run_flows(rng: random.Random, cfg: LdcpTransportConfig, messages: int,
               seen: Counter) -> int:
     """One sender pair and one receiver pair through a random channel for ``messages``
     messages; returns the number of calls and counts what happened in ``seen``."""
-    tx = Twin(LdcpSender(cfg), FastLdcpSender(cfg), tx_view)
-    rx = Twin(LdcpReceiver(cfg), FastLdcpReceiver(cfg), rx_view)
+    tx = Twin(LdcpSenderModel(cfg), FastLdcpSenderModel(cfg), tx_view)
+    rx = Twin(LdcpReceiverModel(cfg), FastLdcpReceiverModel(cfg), rx_view)
     regs = cfg.registers()
     rtt = cfg.window.registers().rtt
     mtu = regs.mtu
@@ -227,7 +227,7 @@ def test_ack_floods_around_the_wakeup_search_limit(cw_max):
     cfg = LdcpTransportConfig(window=w, iw=2, bdp=4.0, rto_us=2.0)
     for n in range(44, 64, 1 if cw_max < 8 else 4):
         for phase in range(13):
-            tx = Twin(LdcpSender(cfg), FastLdcpSender(cfg), tx_view)
+            tx = Twin(LdcpSenderModel(cfg), FastLdcpSenderModel(cfg), tx_view)
             tx("start_message", 0, 40 * 256)
             for c in range(3):
                 tx("release", c)
@@ -247,7 +247,7 @@ def test_ack_floods_around_the_wakeup_search_limit(cw_max):
 
 def test_receiver_rejects_and_counts_like_cycle_model():
     cfg = LdcpTransportConfig(window=LdcpWindowConfig(m=4, mtu=256, rtt_us=0.4))
-    rx = Twin(LdcpReceiver(cfg), FastLdcpReceiver(cfg), rx_view)
+    rx = Twin(LdcpReceiverModel(cfg), FastLdcpReceiverModel(cfg), rx_view)
     for c, p in enumerate([RxPacket(0, 0, False, False), RxPacket(0, 257, False, False),
                            RxPacket(cfg.max_message - 10, 20, False, False),
                            RxPacket(0, 256, False, False), RxPacket(512, 256, True, False),
@@ -259,7 +259,7 @@ def test_receiver_rejects_and_counts_like_cycle_model():
 
 def test_sender_errors_like_cycle_model():
     cfg = LdcpTransportConfig(window=LdcpWindowConfig(m=1, mtu=256, rtt_us=0.4))
-    for cls in (LdcpSender, FastLdcpSender):
+    for cls in (LdcpSenderModel, FastLdcpSenderModel):
         s = cls(cfg)
         with pytest.raises(ConfigError):
             s.start_message(0, 0)
@@ -287,10 +287,11 @@ def test_network_run_identical(monkeypatch):
 
     import sim.net.algorithms as algorithms
     results = []
-    for sender, receiver in ((LdcpSender, LdcpReceiver), (FastLdcpSender, FastLdcpReceiver)):
+    for sender, receiver in ((LdcpSenderModel, LdcpReceiverModel),
+                             (FastLdcpSenderModel, FastLdcpReceiverModel)):
         # the names the endpoints instantiate
-        monkeypatch.setattr(algorithms, "FastLdcpSender", sender)
-        monkeypatch.setattr(algorithms, "FastLdcpReceiver", receiver)
+        monkeypatch.setattr(algorithms, "FastLdcpSenderModel", sender)
+        monkeypatch.setattr(algorithms, "FastLdcpReceiverModel", receiver)
         net = run()
         assert type(net.sender(0).model) is sender and type(net.receiver(0).model) is receiver
         results.append(net.result())

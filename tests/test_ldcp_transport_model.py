@@ -19,9 +19,9 @@ from hw.nic.ldcp_window_config import ONE, LdcpWindowConfig
 from hw.params import ConfigError
 from sim.models.ldcp_loop import Channel, ChannelConfig, Loop
 from sim.models.ldcp_transport import (
-    LdcpReceiver,
-    LdcpReceiverCycle,
-    LdcpSender,
+    LdcpReceiverCycleModel,
+    LdcpReceiverModel,
+    LdcpSenderModel,
     RxPacket,
     RxState,
     TAck,
@@ -49,7 +49,7 @@ PLAIN = ChannelConfig(delay=DELAY)
 
 def make_loop(cfg=CFG, data_drop=None, ack_drop=None, data=PLAIN, acks=PLAIN, rng=None, **kw):
     rng = rng or random.Random(1)
-    return Loop(LdcpSender(cfg), LdcpReceiverCycle(cfg),
+    return Loop(LdcpSenderModel(cfg), LdcpReceiverCycleModel(cfg),
                 Channel(data, random.Random(rng.random()), data_drop),
                 Channel(acks, random.Random(rng.random()), ack_drop), rng, **kw)
 
@@ -94,7 +94,7 @@ def test_config_iw_must_fit_lsn():
 
 
 def test_message_length_limits():
-    s = LdcpSender(CFG.replace(lsn_width=16))
+    s = LdcpSenderModel(CFG.replace(lsn_width=16))
     for bad in (0, 1 << 16, -1):
         with pytest.raises(ConfigError, match="length"):
             s.start_message(0, bad)
@@ -145,7 +145,7 @@ def test_rx_flush_timer_cycle_and_event_agree():
     cfg = CFG.replace(window=WIN.replace(m=8), ack_delay_us=0.04)   # 10 cycles
     d = cfg.registers().ack_delay
     assert d == 10
-    cyc, ev = LdcpReceiverCycle(cfg), LdcpReceiver(cfg)
+    cyc, ev = LdcpReceiverCycleModel(cfg), LdcpReceiverModel(cfg)
     arrivals = {3: rx(0), 6: rx(MTU), 40: rx(2 * MTU), 41: rx(3 * MTU, ce=True)}
     got_c, got_e = [], []
     for c in range(80):
@@ -168,7 +168,7 @@ def test_rx_flush_timer_cycle_and_event_agree():
 
 def test_rx_cycle_back_pressure_and_second_ack():
     cfg = CFG.replace(window=WIN.replace(m=4))
-    r = LdcpReceiverCycle(cfg)
+    r = LdcpReceiverCycleModel(cfg)
     r.edge(rx(0), True)
     assert r.edge(rx(MTU, ce=True), True)
     o = r.outputs(False)
@@ -353,7 +353,7 @@ def test_rto_in_stable_stage_loads_min_cw_1():
 
 
 def test_rto_restarts_on_progress_and_register_write():
-    s = LdcpSender(CFG)
+    s = LdcpSenderModel(CFG)
     s.edge(write=(LdcpTransportReg.RTO, 5))
     s.edge(write=(LdcpTransportReg.IW, 3))
     assert s.iw_bytes == 3 * MTU
@@ -374,7 +374,7 @@ def test_rto_restarts_on_progress_and_register_write():
 
 
 def test_late_ack_after_go_back_n_skips_acknowledged_bytes():
-    s = LdcpSender(CFG)
+    s = LdcpSenderModel(CFG)
     s.edge(write=(LdcpTransportReg.RTO, 4))
     s.edge(start=10 * MTU)
     for _ in range(3):
@@ -391,7 +391,7 @@ def test_late_ack_after_go_back_n_skips_acknowledged_bytes():
 
 
 def test_bad_ack_and_stale_ack_ignored():
-    s = LdcpSender(CFG)
+    s = LdcpSenderModel(CFG)
     s.edge(ack=TAck(5, False, 1))                      # inactive: ignored
     assert s.s == s.s.__class__()
     s.edge(start=4 * MTU)
@@ -414,7 +414,7 @@ def test_delayed_acks_and_marks_reach_the_window_engine():
 def event_replay(cfg, loop_released, ack_arrivals, length):
     """Drive the event-level interface only with the ACK arrival cycles; it must release the
     same packets at the same cycles as the cycle-level run (whose scheduler always took)."""
-    s = LdcpSender(cfg)
+    s = LdcpSenderModel(cfg)
     s.start_message(0, length)
     out, i = [], 0
     while not s.done:
@@ -460,7 +460,7 @@ def test_event_interface_matches_cycle_level(case):
         cfg = CFG.replace(window=WIN.replace(gamma=1 / 4))
     acks = ArrivalLog(ChannelConfig(delay=DELAY, jitter=3, p_drop=0.05 if case == "lossy"
                                     else 0.0), random.Random(rng.random()))
-    loop = Loop(LdcpSender(cfg), LdcpReceiverCycle(cfg),
+    loop = Loop(LdcpSenderModel(cfg), LdcpReceiverCycleModel(cfg),
                 Channel(data, random.Random(rng.random())), acks, rng)
     length = 5 * IW * MTU + 77
     loop.run_message(length, 400000)
@@ -473,7 +473,7 @@ def test_event_interface_matches_cycle_level(case):
 
 def test_event_interface_skips_idle_cycles():
     cfg = CFG.replace(window=WIN.replace(rtt_us=40.0), rto_us=400.0)   # 10k-cycle RTT
-    s = LdcpSender(cfg)
+    s = LdcpSenderModel(cfg)
     s.start_message(0, 3 * MTU)
     calls = [0]
     step = s._step

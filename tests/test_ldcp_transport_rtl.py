@@ -32,8 +32,8 @@ from hw.layouts import (
 from hw.nic.ldcp_transport import LdcpReceiver, LdcpSender
 from hw.nic.ldcp_transport_config import TX_CSR_ADDR_WIDTH, LdcpTransportReg
 from sim.models.ldcp_loop import Channel, ChannelConfig
-from sim.models.ldcp_transport import Deliver, LdcpReceiverCycle, TAck, TxPacket
-from sim.models.ldcp_transport import LdcpSender as LdcpSenderCycle
+from sim.models.ldcp_transport import Deliver, LdcpReceiverCycleModel, TAck, TxPacket
+from sim.models.ldcp_transport import LdcpSenderModel as LdcpSenderCycle
 from sim.models.packets import codec
 from tests.streams import run_testbenches
 
@@ -48,7 +48,7 @@ def run_loop(side: str, seed: int, messages: list[tuple[int, ChannelConfig, Chan
     only).  Returns counts of what happened."""
     rng = random.Random(seed)
     dut = LdcpSender(CFG) if side == "tx" else LdcpReceiver(CFG)
-    tx, rx = LdcpSenderCycle(CFG), LdcpReceiverCycle(CFG)
+    tx, rx = LdcpSenderCycle(CFG), LdcpReceiverCycleModel(CFG)
     data = Channel(ChannelConfig(), random.Random(rng.random()))
     acks = Channel(ChannelConfig(), random.Random(rng.random()))
     c = {name: codec(layout(CFG)) for name, layout in [

@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 from hw.nic.qcn_rp import QcnRp
 from hw.nic.qcn_rp_config import RATE_FRAC, QcnRpConfig
 from hw.params import ConfigError
-from sim.models.qcn import Cnm, RpCodec, RpModel, Tx
+from sim.models.qcn import QcnCnm, QcnRpCodec, QcnRpModel, QcnTx
 from sim.reference.qcn import RpFloat
 
 MBPS = 1 << RATE_FRAC
@@ -43,8 +43,8 @@ def test_mib_defaults():
 def test_known_answer_cut_by_qntzfb_10():
     """Known answer (IEEE 802.1Qau): qntzFb = 10 cuts to CR x (1 - 10/128): 10000 -> 9218.75
     Mb/s."""
-    m = RpModel(QcnRpConfig())
-    m.step(Cnm(10))
+    m = QcnRpModel(QcnRpConfig())
+    m.step(QcnCnm(10))
     assert m.state.cr == 9218.75 * MBPS and m.state.tr == 10_000 * MBPS
 
 
@@ -52,43 +52,43 @@ def test_known_answer_no_cut_beyond_half():
     """Known answer (IEEE 802.1Qau MinDecFac): no single CNM cuts more than 50 % (MinDecFac).  Gd =
     1/64 with fb 63
     would cut to 1/64 of CR; the bound holds it at CR / 2."""
-    m = RpModel(QcnRpConfig(gd=6))
-    m.step(Cnm(63))
+    m = QcnRpModel(QcnRpConfig(gd=6))
+    m.step(QcnCnm(63))
     assert m.state.cr == 5_000 * MBPS
-    m = RpModel(QcnRpConfig())                     # Gd 1/128: 63/128 < 1/2 is the real cut
-    m.step(Cnm(63))
+    m = QcnRpModel(QcnRpConfig())                     # Gd 1/128: 63/128 < 1/2 is the real cut
+    m.step(QcnCnm(63))
     assert m.state.cr == 10_000 * MBPS * 65 // 128
 
 
 def test_fast_recovery_then_active_then_hyper_by_hand():
     """Byte counter only (timer far away): 5 FR cycles halve the gap to TR each time, then
     active increase (+5 Mb/s), with the half-length byte cycles; values derived by hand."""
-    m = RpModel(QcnRpConfig())
-    m.step(Cnm(10))                        # CR 9218.75, TR 10000, BC 150000
-    m.step(Tx(149_999))
+    m = QcnRpModel(QcnRpConfig())
+    m.step(QcnCnm(10))                        # CR 9218.75, TR 10000, BC 150000
+    m.step(QcnTx(149_999))
     assert m.byte_cycles == 0 and m.state.bc == 1
     gap = 781.25
     for k in range(1, 6):
-        m.step(Tx(m.state.bc))
+        m.step(QcnTx(m.state.bc))
         gap /= 2
         assert m.state.cr == (10_000 - gap) * MBPS and m.state.tr == 10_000 * MBPS, k
         assert m.state.bc == (150_000 if k < 5 else 75_000)
-    m.step(Tx(75_000))                     # 6th byte cycle: AI, TR capped at the line rate
+    m.step(QcnTx(75_000))                     # 6th byte cycle: AI, TR capped at the line rate
     assert m.state.tr == 10_000 * MBPS and m.state.cr == (10_000 - gap / 2) * MBPS
-    m = RpModel(QcnRpConfig())
-    m.step(Cnm(63))
-    m.step(Cnm(63))                        # CR 10000 * (65/128)**2 = 2578.73..., TR 5078.125
+    m = QcnRpModel(QcnRpConfig())
+    m.step(QcnCnm(63))
+    m.step(QcnCnm(63))                        # CR 10000 * (65/128)**2 = 2578.73..., TR 5078.125
     for _ in range(5):
-        m.step(Tx(150_000))
-    m.step(Tx(75_000))                     # AI: TR 5078.125 + 5
+        m.step(QcnTx(150_000))
+    m.step(QcnTx(75_000))                     # AI: TR 5078.125 + 5
     assert m.state.tr == 5083.125 * MBPS
 
 
 def test_timer_expiry_exactly_and_hyper_increase():
     cfg = QcnRpConfig(time_reset_us=1.0, byte_reset=1000)   # timer 250 cycles
-    m = RpModel(cfg)
-    m.step(Cnm(40))
-    m.step(Cnm(40))                        # TR = 6875 Mb/s: well below the line rate
+    m = QcnRpModel(cfg)
+    m.step(QcnCnm(40))
+    m.step(QcnCnm(40))                        # TR = 6875 Mb/s: well below the line rate
     m.idle(249)
     assert m.timer_cycles == 0 and m.state.t_cnt == 1
     m.idle(1)                              # the 250th cycle after the cut
@@ -97,19 +97,19 @@ def test_timer_expiry_exactly_and_hyper_increase():
     assert m.state.t_stage == 7
     for _ in range(7):                     # byte stages 1..7: the 7th is hyper (min 7 - 5 = 2)
         tr = m.state.tr
-        m.step(Tx(1000))
+        m.step(QcnTx(1000))
     assert m.state.b_stage == 7 and m.timer_cycles == 7
     assert m.state.tr == tr + 2 * 50 * MBPS < 10_000 * MBPS
 
 
 def test_tr_guard():
     for guard in (True, False):
-        m = RpModel(QcnRpConfig(tr_guard=guard, byte_reset=1000))
+        m = QcnRpModel(QcnRpConfig(tr_guard=guard, byte_reset=1000))
         for _ in range(5):
-            m.step(Cnm(63))                # CR 10000 (65/128)^5 = 339.9, TR 669.3 ... then:
+            m.step(QcnCnm(63))                # CR 10000 (65/128)^5 = 339.9, TR 669.3 ... then:
         m.state.tr = 10_000 * MBPS         # force TR > 10 CR for the first increase
         cr = m.state.cr
-        m.step(Tx(1000))
+        m.step(QcnTx(1000))
         tr = 10_000 * MBPS >> 3 if guard else 10_000 * MBPS
         assert m.state.tr == tr and m.state.cr == (cr + tr) >> 1
 
@@ -119,11 +119,11 @@ def random_events(cfg, n, seed):
     out = []
     for _ in range(n):
         if rng.random() < 0.04:
-            out.append(Cnm(rng.randrange(64)))
+            out.append(QcnCnm(rng.randrange(64)))
         elif rng.random() < 0.3:
             out.append(None)               # an idle cycle
         else:
-            out.append(Tx(rng.choice((64, 1500, 9000, cfg.byte_reset, 0))))
+            out.append(QcnTx(rng.choice((64, 1500, 9000, cfg.byte_reset, 0))))
     return out
 
 
@@ -138,7 +138,7 @@ def test_model_against_float_reference(gd, mdf):
     MinDecFac 1/16, exact in UQ0.8) reaches the guard."""
     cfg = QcnRpConfig(time_reset_us=0.1, byte_reset=20_000, jitter=0.15, gd=gd,
                       min_dec_fac=mdf)
-    m = RpModel(cfg)
+    m = QcnRpModel(cfg)
     ref = RpFloat(10_000, 5, 5, 50, gd, mdf, 5)
     b_cr = b_tr = 0.0
     worst, worst_bound, seen, cuts = 0.0, 0.0, 0, []
@@ -172,7 +172,7 @@ def test_model_against_float_reference(gd, mdf):
 
 
 def run_rtl(cfg, events):
-    dut, codec, states = QcnRp(cfg), RpCodec(cfg), []
+    dut, codec, states = QcnRp(cfg), QcnRpCodec(cfg), []
 
     async def bench(ctx):
         for ev in events:
@@ -195,7 +195,7 @@ def test_rtl_matches_model():
     cfg = QcnRpConfig(time_reset_us=0.05, byte_reset=5_000, jitter=0.3, ai_rate_mbps=7.5,
                       hai_rate_mbps=120, gd=6, min_dec_fac=0.05)
     events = random_events(cfg, 3000, 9)
-    m = RpModel(cfg)
+    m = QcnRpModel(cfg)
     expected = []
     for ev in events:
         if ev is None:

@@ -1,6 +1,6 @@
 """QCN reaction point (IEEE 802.1Qau rate limiter), one flow held in registers.
 
-See ``docs/qcn.md`` ("Reaction point") for the algorithm and :class:`sim.models.qcn.RpModel`
+See ``docs/qcn.md`` ("Reaction point") for the algorithm and :class:`sim.models.qcn.QcnRpModel`
 for the bit-exact golden model the RTL is verified against.
 """
 

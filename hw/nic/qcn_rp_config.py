@@ -1,7 +1,7 @@
 """Configuration of the QCN reaction point (IEEE 802.1Qau rate limiter), one flow.
 
 One frozen, validated :class:`QcnRpConfig` in user units (Mb/s, bytes, µs, fractions) configures
-the RTL (:class:`hw.nic.qcn_rp.QcnRp`), the golden model (:class:`sim.models.qcn.RpModel`), the
+the RTL (:class:`hw.nic.qcn_rp.QcnRp`), the golden model (:class:`sim.models.qcn.QcnRpModel`), the
 float reference, the Verilog export and the tests.  The conversion to hardware units happens
 once, in :meth:`QcnRpConfig.registers`.  Defaults: the IEEE 802.1Q CN MIB (spec ``qcn.md``).
 """

@@ -1,9 +1,10 @@
 """Bit-exact golden model of the DCQCN reaction point (:mod:`hw.nic.dcqcn_rp`).
 
-:class:`RpModel` holds one flow's state and advances it one clock cycle per :meth:`RpModel.step`
+:class:`DcqcnRpModel` holds one flow's state and advances it one clock cycle per
+:meth:`DcqcnRpModel.step`
 (with at most one event: a CNP or ``TX bytes``), with the RTL's integer widths, truncations and
 saturations.  Timers are per-flow down-counters, so an expiry happens on exactly the cycle an
-ideal timer would fire (``docs/dcqcn.md``, "Timers"); :meth:`RpModel.idle` skips idle cycles in
+ideal timer would fire (``docs/dcqcn.md``, "Timers"); :meth:`DcqcnRpModel.idle` skips idle cycles in
 O(number of expiries).
 
 One cycle, in this order (the RTL computes the same chain combinationally):
@@ -39,8 +40,9 @@ from hw.nic.dcqcn_config import (
     IncreaseRule,
 )
 
-__all__ = ["RpState", "RpModel", "Cnp", "Tx", "pack_event", "unpack_state", "pack_state",
-           "RpCodec"]
+__all__ = ["DcqcnRpState", "DcqcnRpModel", "DcqcnCnp", "DcqcnTx", "pack_event", "unpack_state",
+           "pack_state",
+           "DcqcnRpCodec"]
 
 _ON_CNP = AlphaMode.ALL.index(AlphaMode.ON_CNP)
 _EVERY, _CHECK, _HOLD = (CutMode.ALL.index(m) for m in
@@ -56,17 +58,17 @@ _FR, _AI, _HAI = RpMode.FR.value, RpMode.AI.value, RpMode.HAI.value
 
 
 @dataclass(frozen=True)
-class Cnp:
+class DcqcnCnp:
     pass
 
 
 @dataclass(frozen=True)
-class Tx:
+class DcqcnTx:
     bytes: int
 
 
 @dataclass(frozen=True)
-class RpState:
+class DcqcnRpState:
     rc: int
     rt: int
     alpha: int
@@ -83,23 +85,23 @@ class RpState:
 
 
 def pack_event(cfg: DcqcnRpConfig, ev) -> int:
-    if isinstance(ev, Cnp):
+    if isinstance(ev, DcqcnCnp):
         return rp_event_layout(cfg).const({"kind": RpEventKind.CNP, "bytes": 0}).as_bits()
     return rp_event_layout(cfg).const({"kind": RpEventKind.TX, "bytes": ev.bytes}).as_bits()
 
 
-def pack_state(cfg: DcqcnRpConfig, s: RpState) -> int:
+def pack_state(cfg: DcqcnRpConfig, s: DcqcnRpState) -> int:
     return rp_state_layout(cfg).const({f.name: getattr(s, f.name)
-                                       for f in fields(RpState)}).as_bits()
+                                       for f in fields(DcqcnRpState)}).as_bits()
 
 
-def unpack_state(cfg: DcqcnRpConfig, bits: int) -> RpState:
+def unpack_state(cfg: DcqcnRpConfig, bits: int) -> DcqcnRpState:
     v = rp_state_layout(cfg).from_bits(bits)
-    return RpState(**{f.name: int(getattr(v, f.name)) if f.name != "mode"
-                      else RpMode(v.mode).value for f in fields(RpState)})
+    return DcqcnRpState(**{f.name: int(getattr(v, f.name)) if f.name != "mode"
+                      else RpMode(v.mode).value for f in fields(DcqcnRpState)})
 
 
-class RpCodec:
+class DcqcnRpCodec:
     """Fast pack/unpack for testbenches, with field offsets and widths read from the layouts
     (``tests/test_dcqcn_rp_model.py`` checks it against ``layout.const`` / ``from_bits``)."""
 
@@ -111,21 +113,21 @@ class RpCodec:
         self.kind_off, self.bytes_off = ev["kind"][0], ev["bytes"][0]
 
     def event(self, ev) -> int:
-        if isinstance(ev, Cnp):
+        if isinstance(ev, DcqcnCnp):
             return RpEventKind.CNP.value << self.kind_off
         return (RpEventKind.TX.value << self.kind_off) | (ev.bytes << self.bytes_off)
 
-    def state(self, bits: int) -> RpState:
-        return RpState(**{n: (bits >> o) & ((1 << w) - 1) for n, o, w in self.state_fields})
+    def state(self, bits: int) -> DcqcnRpState:
+        return DcqcnRpState(**{n: (bits >> o) & ((1 << w) - 1) for n, o, w in self.state_fields})
 
 
-class RpModel:
+class DcqcnRpModel:
     """Golden model of one flow of :class:`hw.nic.dcqcn_rp.DcqcnRp`."""
 
     def __init__(self, cfg: DcqcnRpConfig):
         self.cfg = cfg
         self.r = r = cfg.registers()
-        self.state = RpState(rc=r.max_rate, rt=r.max_rate, alpha=r.alpha_init, bc=r.byte_reset)
+        self.state = DcqcnRpState(rc=r.max_rate, rt=r.max_rate, alpha=r.alpha_init, bc=r.byte_reset)
         self.cycle = 0
         self.cuts = 0
         self.cut_cycles: list[int] = []   #: the cycle of every cut (for tests)
@@ -137,10 +139,10 @@ class RpModel:
         return min(a, ALPHA_ONE)
 
     # -- one clock cycle -------------------------------------------------------------------------
-    def step(self, ev=None) -> RpState:
+    def step(self, ev=None) -> DcqcnRpState:
         r, s = self.r, self.state
-        cnp = isinstance(ev, Cnp)
-        tx = ev.bytes if isinstance(ev, Tx) else None
+        cnp = isinstance(ev, DcqcnCnp)
+        tx = ev.bytes if isinstance(ev, DcqcnTx) else None
 
         # 1. timers
         a_due, t_due, d_due = s.a_cnt == 1, s.t_cnt == 1, s.d_cnt == 1
@@ -253,13 +255,13 @@ class RpModel:
                 d_cnt = r.p_cycles + 1
         active = 1 if cnp else s.active
 
-        self.state = RpState(rc=rc, rt=rt, alpha=alpha, t_stage=t_stage, b_stage=b_stage,
+        self.state = DcqcnRpState(rc=rc, rt=rt, alpha=alpha, t_stage=t_stage, b_stage=b_stage,
                              mode=mode, t_cnt=t_cnt, a_cnt=a_cnt, d_cnt=d_cnt, bc=bc,
                              active=active, alpha_flag=alpha_flag, dec_flag=dec_flag)
         self.cycle += 1
         return self.state
 
-    def idle(self, n: int) -> RpState:
+    def idle(self, n: int) -> DcqcnRpState:
         """``n`` cycles without events, skipping the cycles in which no timer expires."""
         while n > 0:
             live = [c for c in (self.state.a_cnt, self.state.t_cnt, self.state.d_cnt) if c]

@@ -73,7 +73,7 @@ class DctcpConfig(BlockConfig):
 
 
 @dataclass
-class DctcpSender:
+class DctcpSenderModel:
     """Window state of one DCTCP flow, updated per ACK.
 
     ``on_ack(acked_upto, ece)`` takes the cumulative ACK (number of packets delivered in order)
@@ -141,7 +141,7 @@ class DctcpSender:
 
 
 @dataclass
-class DctcpReceiver:
+class DctcpReceiverModel:
     """The receiver's ACK policy: returns, for each in-order packet, the ACKs to send as
     ``(acked_upto, ece)`` pairs (possibly none while an ACK is being delayed)."""
 

@@ -4,12 +4,12 @@ private CNM, the congestion point's notifier and the ingress ToR's converter.
 
 Model-level API (also for the network simulator)::
 
-    t = CnpQpTable(HashTableConfig.cnp_qp())          # (dst IP, dst QP) -> src QP
+    t = CnpQpTableModel(HashTableConfig.cnp_qp())          # (dst IP, dst QP) -> src QP
     t.add(dst_ip, dst_qp, src_qp) -> HtStatus         # OK / FULL / DUPLICATE
     t.remove(dst_ip, dst_qp) -> HtStatus              # OK / NOT_FOUND
     t.lookup(dst_ip, dst_qp) -> int | None            # None on a miss (counted: t.misses)
 
-    f = FlowIdTable(HashTableConfig.flow_id())        # 5-tuple -> (src MAC, flow ID, VID)
+    f = FlowIdTableModel(HashTableConfig.flow_id())        # 5-tuple -> (src MAC, flow ID, VID)
     f.learn(FiveTuple(...), FlowInfo(...)) -> HtStatus  # OK (new) / REFRESHED / FULL
     f.lookup(FiveTuple(...)) -> FlowInfo | None
 
@@ -56,7 +56,7 @@ from sim.models.hash_table import HashTableModel
 from sim.models.packets import codec, header_bytes, ipv4_header, ones_sum, udp_checksum
 from sim.models.qcn import CpFrame, CpModel
 
-__all__ = ["FiveTuple", "FlowInfo", "CnpQpTable", "FlowIdTable", "PrivateCnmRequest",
+__all__ = ["FiveTuple", "FlowInfo", "CnpQpTableModel", "FlowIdTableModel", "PrivateCnmRequest",
            "PrivateCnm", "build_private_cnm", "parse_private_cnm", "classify", "udp_checksum",
            "L3qcnFrame", "L3qcnCpModel", "TorModel", "cnp_qp_key", "five_tuple_key",
            "flow_info_value"]
@@ -96,7 +96,7 @@ def flow_info_value(v: FlowInfo) -> int:
     return _FLOW.pack(vars(v))
 
 
-class CnpQpTable:
+class CnpQpTableModel:
     """(destination IP, destination QP) -> source QP, at the congestion point."""
 
     def __init__(self, cfg: HashTableConfig | None = None):
@@ -116,7 +116,7 @@ class CnpQpTable:
         return self.table.misses
 
 
-class FlowIdTable:
+class FlowIdTableModel:
     """IPv4 5-tuple -> (source MAC, CN-TAG flow ID, VLAN ID), at the ingress ToR."""
 
     def __init__(self, cfg: HashTableConfig | None = None):
@@ -258,7 +258,7 @@ class L3qcnCpModel:
     def __init__(self, cfg: L3qcnCpConfig):
         self.cfg = cfg
         self.cp = CpModel(cfg.cp)
-        self.table = CnpQpTable(cfg.table_config())
+        self.table = CnpQpTableModel(cfg.table_config())
         self.cnp = CnpModel(cfg.cnp)
         self.notifications = self.no_qp = self.not_roce = 0
 
@@ -293,7 +293,7 @@ class TorModel:
 
     def __init__(self, cfg: L3qcnTorConfig):
         self.cfg = cfg
-        self.flows = FlowIdTable(cfg.table_config())
+        self.flows = FlowIdTableModel(cfg.table_config())
         self.cnm = CnmModel(cfg.cnm_config())
         self.cnms = self.other = self.malformed = 0
 

@@ -6,11 +6,11 @@ echo, NAK).  ``docs/ldcp-transport.md`` has the rules and the rationale; the RTL
 Units: LSNs and lengths in bytes (a message is MTU-sized packets except the last), time in
 integer clock cycles (``cfg.window.clk_hz``; 4 ns at 250 MHz).  A *flow* is one message: the
 sender is started with the message length, LSNs count from 0, and the flow ends (``done``) when
-every byte is acknowledged.  A receiver instance (or :meth:`LdcpReceiver.clear`) per message.
+every byte is acknowledged.  A receiver instance (or :meth:`LdcpReceiverModel.clear`) per message.
 
 Interface for an event-driven simulator (integer cycles, non-decreasing across calls)
 ------------------------------------------------------------------------------------------
-Sender, :class:`LdcpSender` ``s = LdcpSender(cfg)``:
+Sender, :class:`LdcpSenderModel` ``s = LdcpSenderModel(cfg)``:
 
 ``s.start_message(cycle, length)``
     Start a message of ``length`` bytes (1..``cfg.max_message``, else ``ConfigError``).  Only
@@ -36,7 +36,7 @@ Sender, :class:`LdcpSender` ``s = LdcpSender(cfg)``:
 Idle cycles are skipped in O(1) per timer expiry; cycles with work in flight (an ACK being
 applied by the window engine, a window load) are stepped one by one (at most ~20 per ACK).
 
-Receiver, :class:`LdcpReceiver` ``r = LdcpReceiver(cfg)``:
+Receiver, :class:`LdcpReceiverModel` ``r = LdcpReceiverModel(cfg)``:
 
 ``r.receive(cycle, pkt) -> list[TAck]``
     A data packet (:class:`RxPacket`: LSN, length, CE, last of message) arrives; returns the
@@ -47,8 +47,8 @@ Receiver, :class:`LdcpReceiver` ``r = LdcpReceiver(cfg)``:
 ``r.next_wakeup() -> int | None``
     The cycle at which the flush timer will fire, or None.
 
-The cycle-level views used by the cocotb comparison are :meth:`LdcpSender.outputs` /
-:meth:`LdcpSender.edge` and :class:`LdcpReceiverCycle` (``outputs`` / ``edge``).
+The cycle-level views used by the cocotb comparison are :meth:`LdcpSenderModel.outputs` /
+:meth:`LdcpSenderModel.edge` and :class:`LdcpReceiverCycleModel` (``outputs`` / ``edge``).
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ from hw.params import ConfigError
 
 from .ldcp_window import Ack, LdcpWindowModel
 
-__all__ = ["TxPacket", "RxPacket", "TAck", "TxState", "TxOutputs", "LdcpSender",
-           "LdcpReceiver", "LdcpReceiverCycle", "RxState", "RxOutputs", "Deliver", "rx_core"]
+__all__ = ["TxPacket", "RxPacket", "TAck", "TxState", "TxOutputs", "LdcpSenderModel",
+           "LdcpReceiverModel", "LdcpReceiverCycleModel", "RxState", "RxOutputs", "Deliver",
+           "rx_core"]
 
 _SAT16 = (1 << 16) - 1
 _RTO_MASK = (1 << RTO_WIDTH) - 1
@@ -155,12 +156,12 @@ class TxStats:
 def check_message_length(cfg: LdcpTransportConfig, length) -> None:
     """A message holds 1 .. 2**lsn_width - 1 bytes (the LSN never wraps)."""
     if not isinstance(length, int) or not 1 <= length <= cfg.max_message:
-        raise ConfigError("LdcpSender", "length", length,
+        raise ConfigError("LdcpSenderModel", "length", length,
                           f"1 <= length <= 2**lsn_width - 1 (= {cfg.max_message})")
 
 
-class LdcpSender:
-    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpSender` (one flow), with the
+class LdcpSenderModel:
+    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpSenderModel` (one flow), with the
     event-level interface of the module docstring on top.
 
     Per cycle: :meth:`outputs`, then :meth:`edge` with that cycle's inputs.  At an edge, from the
@@ -355,7 +356,7 @@ class LdcpSender:
         check_message_length(self.cfg, length)
         self.advance(cycle)
         if self.s.active or self._start is not None:
-            raise RuntimeError("LdcpSender: a message is still active")
+            raise RuntimeError("LdcpSenderModel: a message is still active")
         self._start = length
 
     def on_ack(self, cycle: int, ack: TAck) -> None:
@@ -374,7 +375,7 @@ class LdcpSender:
     def advance(self, cycle: int) -> None:
         """Run the edges up to ``cycle`` with the queued inputs (idle stretches skipped)."""
         if cycle < self.cycle:
-            raise ValueError(f"LdcpSender: time went back ({cycle} < {self.cycle})")
+            raise ValueError(f"LdcpSenderModel: time went back ({cycle} < {self.cycle})")
         while self.cycle < cycle:
             k = self._skippable()
             if k:
@@ -516,7 +517,7 @@ def rx_core(cfg: LdcpTransportConfig, s: RxState, p: RxPacket
     return RxState(e, 0, s.nak_sent, 0), [TAck(e, False, k)], None, False
 
 
-class LdcpReceiver:
+class LdcpReceiverModel:
     """Event-level receiver (the module docstring's interface) on :func:`rx_core`, with the
     flush timer of the RTL: pending packets are ACKed at cycle ``c + 1 + ack_delay`` after the
     cycle ``c`` at which the first of them arrived, if nothing flushed them before (the RTL
@@ -574,8 +575,8 @@ class RxOutputs:
     state: RxState
 
 
-class LdcpReceiverCycle:
-    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpReceiver`.
+class LdcpReceiverCycleModel:
+    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpReceiverModel`.
 
     The ACK output is a register (``out``) with a second one (``hold``) for the second ACK of a
     CE flush.  ``data_ready = hold is None and (out is None or ack_ready)``.  At an edge: ``out``

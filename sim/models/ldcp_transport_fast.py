@@ -1,8 +1,8 @@
 """Transaction-level twins of the LDCP transport golden models, for the network simulator.
 
-:class:`FastLdcpSender` and :class:`FastLdcpReceiver` have the constructors and the
-event-driven interface of :class:`sim.models.ldcp_transport.LdcpSender` /
-:class:`~sim.models.ldcp_transport.LdcpReceiver` (see that module's docstring) and give
+:class:`FastLdcpSenderModel` and :class:`FastLdcpReceiverModel` have the constructors and the
+event-driven interface of :class:`sim.models.ldcp_transport.LdcpSenderModel` /
+:class:`~sim.models.ldcp_transport.LdcpReceiverModel` (see that module's docstring) and give
 identical results for every call sequence with non-decreasing cycles: every returned packet,
 ACK list and wakeup cycle, and ``done``, ``active``, ``stage``, ``cw``, ``stats`` after every
 call.  ``tests/test_ldcp_fast.py`` checks this differentially against the cycle model.
@@ -39,7 +39,7 @@ from hw.nic.ldcp_window_config import FRAC_BITS, ONE, UPDATE_LATENCY
 
 from .ldcp_transport import (
     Deliver,
-    LdcpReceiver,
+    LdcpReceiverModel,
     RxPacket,
     RxState,
     TAck,
@@ -49,7 +49,7 @@ from .ldcp_transport import (
 )
 from .ldcp_window import update
 
-__all__ = ["FastLdcpSender", "FastLdcpReceiver"]
+__all__ = ["FastLdcpSenderModel", "FastLdcpReceiverModel"]
 
 _SAT16 = (1 << 16) - 1
 _RTO_MASK = (1 << RTO_WIDTH) - 1
@@ -62,8 +62,8 @@ _SEARCH = 64
 _FAR = 1 << 62
 
 
-class FastLdcpSender:
-    """Drop-in for :class:`sim.models.ldcp_transport.LdcpSender` (event-level interface only).
+class FastLdcpSenderModel:
+    """Drop-in for :class:`sim.models.ldcp_transport.LdcpSenderModel` (event-level interface only).
 
     The attributes named like the cycle model's ``TxState`` fields and the window engine's
     registers hold the same values at every cycle; ``e_*`` are the engine's."""
@@ -144,7 +144,7 @@ class FastLdcpSender:
         check_message_length(self.cfg, length)
         self.advance(cycle)
         if self.active or self._start is not None:
-            raise RuntimeError("LdcpSender: a message is still active")
+            raise RuntimeError("LdcpSenderModel: a message is still active")
         self._start = length
         self._spec = self._wk = None
 
@@ -174,7 +174,7 @@ class FastLdcpSender:
     def advance(self, cycle: int) -> None:
         if cycle <= self.cycle:
             if cycle < self.cycle:
-                raise ValueError(f"LdcpSender: time went back ({cycle} < {self.cycle})")
+                raise ValueError(f"LdcpSenderModel: time went back ({cycle} < {self.cycle})")
             return
         spec = self._spec
         if spec is not None and spec["cycle"] <= cycle:
@@ -266,7 +266,7 @@ class FastLdcpSender:
 
     # ------------------------------------------------------------------ one edge ------------
     def _step(self) -> None:
-        """One clock edge with the queued inputs: the cycle model's ``LdcpSender.edge`` and
+        """One clock edge with the queued inputs: the cycle model's ``LdcpSenderModel.edge`` and
         ``LdcpWindowModel.edge`` over the same registers."""
         cyc = self.cycle
         active, lp, stage = self.active, self.load_pending, self.stage
@@ -525,8 +525,8 @@ class FastLdcpSender:
         return min(cands) if cands else None
 
 
-class FastLdcpReceiver(LdcpReceiver):
-    """Drop-in for :class:`sim.models.ldcp_transport.LdcpReceiver`: the same rules
+class FastLdcpReceiverModel(LdcpReceiverModel):
+    """Drop-in for :class:`sim.models.ldcp_transport.LdcpReceiverModel`: the same rules
     (:func:`sim.models.ldcp_transport.rx_core`) over plain integers instead of a new
     ``RxState`` per packet (``s`` builds one on demand)."""
 

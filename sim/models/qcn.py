@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from hw.layouts import LayoutCodec, qcn_cp_decision_layout, qcn_cp_frame_layout
 from hw.switch.qcn_cp_config import QNTZ_MAX, QOFF_UNIT_SHIFT, QcnCpConfig
 
-__all__ = ["CpFrame", "CpDecision", "CpModel", "CpCodec", "saturate_i16", "Cnm", "Tx", "RpState",
-           "RpCodec", "RpModel"]
+__all__ = ["CpFrame", "CpDecision", "CpModel", "CpCodec", "saturate_i16", "QcnCnm", "QcnTx",
+           "QcnRpState",
+           "QcnRpCodec", "QcnRpModel"]
 
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
 
@@ -114,19 +115,19 @@ class CpModel:
 # ================================================================================================
 
 @dataclass(frozen=True)
-class Cnm:
+class QcnCnm:
     """A CNM for this rate limiter with quantized feedback ``fb`` (0..63)."""
     fb: int
 
 
 @dataclass(frozen=True)
-class Tx:
+class QcnTx:
     """The rate limiter sent ``nbytes`` bytes."""
     nbytes: int
 
 
 @dataclass
-class RpState:
+class QcnRpState:
     cr: int
     tr: int
     bc: int = 0
@@ -137,7 +138,7 @@ class RpState:
     fresh: int = 0
 
 
-class RpCodec:
+class QcnRpCodec:
     def __init__(self, cfg):
         from hw.layouts import QcnRpEventKind, qcn_rp_event_layout, qcn_rp_state_layout
         self.kind = QcnRpEventKind
@@ -145,15 +146,15 @@ class RpCodec:
         self.st = LayoutCodec(qcn_rp_state_layout(cfg))
 
     def event(self, ev) -> int:
-        if isinstance(ev, Cnm):
+        if isinstance(ev, QcnCnm):
             return self.ev.pack({"kind": self.kind.CNM, "fb": ev.fb})
         return self.ev.pack({"kind": self.kind.TX, "bytes": ev.nbytes})
 
-    def state(self, bits: int) -> RpState:
-        return RpState(**self.st.unpack(bits))
+    def state(self, bits: int) -> QcnRpState:
+        return QcnRpState(**self.st.unpack(bits))
 
 
-class RpModel:
+class QcnRpModel:
     """Bit-exact QCN reaction point, one clock cycle per :meth:`step` (with an event) or per
     idle cycle (:meth:`idle`).  Rules (``docs/qcn.md``, "Reaction point"):
 
@@ -175,7 +176,7 @@ class RpModel:
         self.cfg = cfg
         self.reg = cfg.registers()
         self.mdf_frac, self.stage_max = MDF_FRAC, STAGE_MAX
-        self.state = RpState(cr=self.reg.line_rate, tr=self.reg.line_rate)
+        self.state = QcnRpState(cr=self.reg.line_rate, tr=self.reg.line_rate)
         self.lfsr = cfg.lfsr.seed
         self.cycle = 0
         self.cuts = self.byte_cycles = self.timer_cycles = self.guards = 0
@@ -233,9 +234,9 @@ class RpModel:
             self.timer_cycles += 1
             self._increase("timer")
 
-    def step(self, ev) -> RpState:
+    def step(self, ev) -> QcnRpState:
         s, reg = self.state, self.reg
-        if isinstance(ev, Cnm):
+        if isinstance(ev, QcnCnm):
             self._cut(ev.fb)
         elif s.active and ev.nbytes >= s.bc:
             s.b_stage = min(s.b_stage + 1, self.stage_max)
@@ -251,7 +252,7 @@ class RpModel:
         self.cycle += 1
         return s
 
-    def idle(self, n: int) -> RpState:
+    def idle(self, n: int) -> QcnRpState:
         """``n`` cycles without an event (skips straight to each timer expiry)."""
         s = self.state
         while n > 0:

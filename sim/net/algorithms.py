@@ -29,9 +29,9 @@ from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import QcnCpConfig
 from sim.models import dcqcn as dcqcn_model
 from sim.models import qcn as qcn_model
-from sim.models.dctcp import DctcpConfig, DctcpReceiver, DctcpSender
+from sim.models.dctcp import DctcpConfig, DctcpReceiverModel, DctcpSenderModel
 from sim.models.ldcp_transport import RxPacket, TAck
-from sim.models.ldcp_transport_fast import FastLdcpReceiver, FastLdcpSender
+from sim.models.ldcp_transport_fast import FastLdcpReceiverModel, FastLdcpSenderModel
 
 from .engine import PS_PER_NS
 from .packet import ACK, CNM, CNP, DATA, NAK, Packet, control
@@ -178,7 +178,7 @@ class _RtoMixin:
 class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        self.engine = DctcpSender(net.params.engine())
+        self.engine = DctcpSenderModel(net.params.engine())
         self.rto_ps = net.params.rto_ns * PS_PER_NS
         self.finished = False
 
@@ -222,7 +222,7 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
 class DctcpReceiverEndpoint(_Endpoint):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        self.model = DctcpReceiver(net.params.engine())
+        self.model = DctcpReceiverModel(net.params.engine())
         self.delivered_bytes = 0
         self.done_ps = None
 
@@ -396,16 +396,16 @@ class DcqcnSenderEndpoint(_RateSender):
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
         cfg = net.params.rp_config(line)
-        super().__init__(net, spec, host, dcqcn_model.RpModel(cfg), line)
+        super().__init__(net, spec, host, dcqcn_model.DcqcnRpModel(cfg), line)
 
     def _rate(self) -> int:
         return self.rp.state.rc
 
     def _tx_event(self, n: int):
-        return dcqcn_model.Tx(n)
+        return dcqcn_model.DcqcnTx(n)
 
     def _signal_event(self, pkt):
-        return dcqcn_model.Cnp()
+        return dcqcn_model.DcqcnCnp()
 
 
 class DcqcnReceiverEndpoint(_InOrderReceiver):
@@ -486,16 +486,16 @@ class QcnSenderEndpoint(_RateSender):
 
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
-        super().__init__(net, spec, host, qcn_model.RpModel(net.params.rp(line)), line)
+        super().__init__(net, spec, host, qcn_model.QcnRpModel(net.params.rp(line)), line)
 
     def _rate(self) -> int:
         return self.rp.state.cr
 
     def _tx_event(self, n: int):
-        return qcn_model.Tx(n)
+        return qcn_model.QcnTx(n)
 
     def _signal_event(self, pkt):
-        return qcn_model.Cnm(pkt.count)
+        return qcn_model.QcnCnm(pkt.count)
 
 
 class QcnReceiverEndpoint(_InOrderReceiver):
@@ -600,7 +600,7 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
         cfg = _ldcp_transport(net.params, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps)
-        self.model = FastLdcpSender(cfg)
+        self.model = FastLdcpSenderModel(cfg)
         self.length = spec.size_bytes or cfg.max_message
         self.cycle = 0
         self.wake_at = None
@@ -668,7 +668,7 @@ class LdcpReceiverEndpoint(_Endpoint, _CycleClock):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
         cfg = _ldcp_transport(net.params, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps)
-        self.model = FastLdcpReceiver(cfg)
+        self.model = FastLdcpReceiverModel(cfg)
         self.cycle = 0
         self.wake_at = None
         self.delivered_bytes = 0
