@@ -241,11 +241,16 @@ class DcqcnRpConfig(BlockConfig):
                 increase_rule=IncreaseRule.NS3, hai_step=HaiStep.LINEAR1,
                 clamp_rule=ClampRule.BYTE_STAGE, alpha_before_cut=True,
                 bc_reload_on_clamp_only=True, halve_in_hyper=True, rt_guard=True),
-            # alibaba-edu/High-Precision-Congestion-Control rdma-hw.cc "mlx" (run script values).
+            # alibaba-edu/High-Precision-Congestion-Control: the "mlx" rules of rdma-hw.cc with
+            # the values its run script (simulation/run.py, --cc dcqcn) writes for 100 Gb/s:
+            # FAST_RECOVERY_TIMES 1, MIN_RATE 1000Mb/s, RATE_AI 5*bw/25 = 20, RATE_HAI 50*bw/25 =
+            # 200 Mb/s, RP_TIMER 300, ALPHA_RESUME_INTERVAL 1, RATE_DECREASE_INTERVAL 4 us,
+            # EWMA_GAIN 1/256, CLAMP_TARGET_RATE 0.  (rdma-hw.cc's own attribute defaults, F = 5
+            # and a 100 Mb/s minimum, are profile("hpcc-mlx", rpg_threshold=5, rpg_min_rate=100).)
             "hpcc-mlx": dict(
                 line_rate_mbps=100_000, rpg_time_reset=300, rpg_byte_reset=0,
-                rpg_threshold=5, rpg_ai_rate=20, rpg_hai_rate=200, rpg_gd=11,
-                rpg_min_dec_fac=0, rpg_min_rate=100, dce_tcp_g=1020, dce_tcp_rtt=1,
+                rpg_threshold=1, rpg_ai_rate=20, rpg_hai_rate=200, rpg_gd=11,
+                rpg_min_dec_fac=0, rpg_min_rate=1000, dce_tcp_g=1020, dce_tcp_rtt=1,
                 rate_reduce_monitor_period=4, initial_alpha_value=1024,
                 alpha_mode=AlphaMode.PERIODIC, cut_mode=CutMode.PERIODIC_CHECK,
                 increase_rule=IncreaseRule.HPCC, hai_step=HaiStep.CONST,
