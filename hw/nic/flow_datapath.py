@@ -1,0 +1,188 @@
+"""The datapath protocol of the multi-flow engine (:mod:`hw.nic.flow_engine`), and a toy datapath.
+
+A *datapath* is the per-flow update of one algorithm (DCQCN, QCN, the toy below): given one
+flow's state, one event and the run-time registers, it computes the flow's next state in ONE
+clock cycle.  The engine owns everything else: the flow table in block RAM, the arbiter, the
+read -> modify -> write-back pipeline with same-flow forwarding, the timer service (a timing
+wheel of per-flow deadlines), control operations, the register file, the output streams and the
+statistics.  docs/flow-engine.md describes the engine; this module is the contract.
+
+Time: the engine's free-running cycle counter ``now`` is ``time_width`` (W) bits wide.  A timer
+is a stored deadline (a W-bit cycle stamp) plus an ``armed`` bit; :func:`time_le` is the
+wrap-safe ``a <= b`` (``(b - a) mod 2**W < 2**(W-1)``).
+
+RTL side, a datapath (subclass of :class:`FlowDatapath`) provides:
+
+- ``state_layout``: ``data.StructLayout`` of the per-flow fields, timer deadlines (W bits) and
+  armed bits included (the engine appends its own fields after it: ``en``, ``q_valid``,
+  ``q_gen``, ``q_dl``);
+- ``rate_field``: the name of the state field that is the flow's current rate (what the engine
+  streams out on every change), ``rate_width`` its width;
+- ``cn_layout``: payload of a congestion notification; ``tx_bytes_width``;
+- ``regs``: ordered list of run-time registers ``(name, width, reset_value)``; the engine builds
+  the register file (addresses in this order), its write decode and read-back from it and hands
+  the datapath a ``data.View`` of :attr:`regs_layout` (one field per register);
+- ``init_state(regs) -> dict``: field name -> Amaranth value, the state START/RESET load (every
+  timer disarmed; fields not named are 0);
+- ``pre(m, *, kind, tx_bytes, cn, t, regs) -> dict`` (optional, default none): values that
+  depend only on the event and the registers; the engine computes them one stage before the
+  update and registers them, so they are not in the one-cycle state loop;
+- ``build(m, *, state, kind, tx_bytes, cn, t, regs, pre) -> DatapathOut``: the combinational
+  update.  ``kind`` is an :class:`EventKind` (TX, CN, TIMER), ``t`` the event's time stamp.
+  Semantics: first apply every armed timer whose deadline is ``time_le(deadline, t)`` AS OF ITS
+  DEADLINE (the reload is old deadline + period; a timer (re)started by the event at ``t`` gets
+  ``t + period``), then the event itself (TIMER carries none).  With lateness 0 this is exactly
+  one cycle of the single-flow model at cycle ``t``.
+
+Model side (:mod:`sim.models.flow_datapath`): ``FlowDatapathModel`` mirrors it with plain ints:
+``init_state(regs) -> dict`` and ``update(regs, state, kind, payload, t) -> ModelOut``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.lib import data, enum
+
+from ..lib.arith import named_wire
+
+__all__ = ["EventKind", "CtlOp", "time_le", "DatapathOut", "FlowDatapath", "ToyDatapath"]
+
+
+class EventKind(enum.Enum, shape=2):
+    """What a datapath update is applied for."""
+    TX = 0      #: bytes transmitted (``tx_bytes``)
+    CN = 1      #: a congestion notification (``cn`` payload)
+    TIMER = 2   #: a timer-service pop: only the due timers are applied
+
+
+class CtlOp(enum.Enum, shape=3):
+    """Per-flow control operations (the engine's ``ctl`` stream)."""
+    START = 0   #: state := init_state, en := 1
+    STOP = 1    #: en := 0 (state kept and readable; events to the flow are counted and dropped)
+    RESET = 2   #: state := init_state (en unchanged)
+    READ = 3    #: the flow's whole state word on ``rd``
+    WRITE = 4   #: state field number ``field`` := ``value`` (then the flow's timers re-evaluated)
+
+
+def time_le(a, b, width: int) -> Value:
+    """Wrap-safe ``a <= b`` of two ``width``-bit time stamps: ``(b - a) mod 2**W < 2**(W-1)``."""
+    return ~(b - a)[width - 1]
+
+
+@dataclass
+class DatapathOut:
+    """What :meth:`FlowDatapath.build` returns (Amaranth values).
+
+    next_state: a value of ``state_layout``'s size (a ``data.View`` or its bits);
+    wake_valid / wake: 1 if a timer of ``next_state`` is armed, and its earliest deadline;
+    expired: 1 if the update applied at least one timer;
+    late: ``t - (earliest applied deadline)`` mod 2**W (W bits; only meaningful with expired).
+    """
+    next_state: Value
+    wake_valid: Value
+    wake: Value
+    expired: Value
+    late: Value
+
+
+class FlowDatapath:
+    """Base class of the RTL datapaths (see the module docstring for the contract)."""
+
+    name: str = "datapath"
+    time_width: int
+    state_layout: data.StructLayout
+    cn_layout: data.StructLayout
+    tx_bytes_width: int
+    rate_field: str
+    regs: list[tuple[str, int, int]]
+
+    @property
+    def rate_width(self) -> int:
+        return data.Layout.cast(self.state_layout).members[self.rate_field].width
+
+    @property
+    def regs_layout(self) -> data.StructLayout:
+        return data.StructLayout({name: width for name, width, _ in self.regs})
+
+    def regs_reset(self) -> dict[str, int]:
+        return {name: reset for name, _, reset in self.regs}
+
+    def init_state(self, regs) -> dict:
+        raise NotImplementedError
+
+    def pre(self, m: Module, *, kind, tx_bytes, cn, t, regs) -> dict:
+        return {}
+
+    def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre) -> DatapathOut:
+        raise NotImplementedError
+
+
+# -- the toy datapath ---------------------------------------------------------------------------
+
+class ToyDatapath(FlowDatapath):
+    """A datapath with no algorithm behind it, to test the engine on its own.
+
+    Per flow: ``cnt`` (events seen, saturating), ``nbytes`` (bytes summed, saturating),
+    ``ticks`` (timer expiries, wrapping), one periodic timer (``dl``, ``armed``) and a rate:
+
+    - timer (applied first, as of its deadline): ticks += 1, rate := min(rate + step, max_rate),
+      dl := dl + period (reloaded from the old deadline: no drift);
+    - TX: cnt += 1, nbytes += bytes; arms the timer at t + period if it is not armed;
+    - CN (payload ``fb``, 6 bits): cnt += 1, rate := rate - (rate >> (1 + fb[0:2])), and the
+      timer restarts at t + period;
+    - TIMER: nothing more.
+
+    Registers: ``period`` (cycles, 1 ... 2**(W-2) - 1), ``step``, ``max_rate``.
+    """
+
+    name = "toy"
+
+    def __init__(self, time_width: int = 16, *, period: int = 40, step: int = 3,
+                 max_rate: int = 1000, rate_width: int = 12):
+        self.time_width = W = time_width
+        assert 1 <= period < (1 << (W - 2)), "period must be below 2**(time_width - 2)"
+        assert 0 < max_rate < (1 << rate_width)
+        self.state_layout = data.StructLayout({
+            "cnt": 12, "nbytes": 20, "ticks": 8, "dl": W, "armed": 1, "rate": rate_width})
+        self.cn_layout = data.StructLayout({"fb": 6})
+        self.tx_bytes_width = 14
+        self.rate_field = "rate"
+        self.regs = [("period", W - 2, period), ("step", 8, step),
+                     ("max_rate", rate_width, max_rate)]
+
+    def init_state(self, regs) -> dict:
+        return {"rate": regs.max_rate}
+
+    def pre(self, m, *, kind, tx_bytes, cn, t, regs) -> dict:
+        # the restart deadline depends only on the event's time stamp and a register
+        return {"restart": (t + regs.period)[:self.time_width]}
+
+    def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre) -> DatapathOut:
+        W = self.time_width
+        s = state
+        nxt = Signal(self.state_layout, name="toy_next")
+        m.d.comb += nxt.eq(s)
+        due = named_wire(m, "toy_due", s.armed & time_le(s.dl, t, W))
+        sum_rate = s.rate + regs.step
+        rate1 = named_wire(m, "toy_rate1",
+                           Mux(due, Mux(sum_rate > regs.max_rate, regs.max_rate, sum_rate),
+                               s.rate), width=len(s.rate))
+        with m.If(due):
+            m.d.comb += [nxt.ticks.eq(s.ticks + 1), nxt.dl.eq(s.dl + regs.period)]
+        m.d.comb += nxt.rate.eq(rate1)
+        with m.Switch(kind):
+            with m.Case(EventKind.TX):
+                m.d.comb += nxt.cnt.eq(s.cnt + (s.cnt != 0xFFF))
+                total = s.nbytes + tx_bytes
+                m.d.comb += nxt.nbytes.eq(Mux(total > 0xFFFFF, 0xFFFFF, total))
+                with m.If(~s.armed):
+                    m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
+            with m.Case(EventKind.CN):
+                m.d.comb += nxt.cnt.eq(s.cnt + (s.cnt != 0xFFF))
+                m.d.comb += nxt.rate.eq(rate1 - (rate1 >> (cn.fb[0:2] + 1)))
+                m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
+        return DatapathOut(next_state=nxt, wake_valid=nxt.armed, wake=nxt.dl, expired=due,
+                           late=(t - s.dl)[:W])
+
