@@ -1,0 +1,598 @@
+"""The project's register layer: a block's registers declared once, everything else derived.
+
+A :class:`RegisterMap` lists a block's registers (:class:`Register`) and their fields
+(:class:`Field`), in the spirit of amaranth-soc's ``csr.Register`` / ``csr.Field`` /
+``csr.Builder`` (written here: amaranth-soc is not on PyPI).  From that one declaration come
+
+* the RTL: :class:`CsrBank` builds the write decode (with the "apply only while the block is
+  idle" rule, once for every block), the storage, a write strobe per register, and the
+  read-back multiplexer (every register is readable);
+* the golden model's ``write`` / ``read``: :class:`RegisterModel`;
+* the documentation's register table: :meth:`RegisterMap.markdown`;
+* a SystemRDL description: :meth:`RegisterMap.systemrdl` (PeakRDL derives the C header, HTML
+  and IP-XACT from it).
+
+Addresses
+---------
+Addresses are word addresses (``data_width`` bits per word; byte address = 4 x word address for
+32-bit words).  The block's own registers sit at the addresses it declares.  Every map ends
+with an identification header in the style of Corundum's register blocks, so that software can
+discover a block:
+
+=========== =========================================================================
+``ID``      block type: four ASCII characters, the first in the most significant byte
+``VERSION`` register-map version, ``major << 16 | minor``
+``SIZE``    bytes spanned by the whole register map (a power of two)
+``FLOWS``   per-flow windows: ``count[15:0]``, ``log2(words per flow)[23:16]`` (0 if none)
+=========== =========================================================================
+
+at word ``header_offset``: the first power of two at or above the block's registers, at least
+16 (byte 0x40), so every block with at most 16 registers has its header at byte 0x40.
+
+A multi-flow engine's per-flow registers (``flow_registers``) are windows of
+``2**flow_shift`` words, flow ``f`` register ``r`` at word ``flow_base + (f << flow_shift | r)``
+with ``flow_base`` the power of two above the header (a single address bit tells a flow access
+from a global one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+
+__all__ = ["Field", "Register", "RegisterMap", "RegisterModel", "CsrBank", "fourcc",
+           "HEADER_REGISTERS"]
+
+#: the identification header's registers, in address order from ``header_offset``
+HEADER_REGISTERS = ("ID", "VERSION", "SIZE", "FLOWS")
+_MIN_HEADER_OFFSET = 16
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ACCESS = ("rw", "ro")
+
+
+def fourcc(code: str) -> int:
+    """A four-character block type as a 32-bit id, the first character most significant."""
+    if len(code) != 4 or not code.isascii():
+        raise ValueError(f"block type {code!r} must be four ASCII characters")
+    return int.from_bytes(code.encode(), "big")
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a register.
+
+    ``access``: ``"rw"`` (software writes it; the block reads it, and may also update it, as
+    counters do) or ``"ro"`` (the block drives it; writes are ignored).  ``reset`` is the value
+    after reset (``"rw"`` fields).  ``offset`` (bit) is assigned by :class:`Register` after the
+    previous field when left ``None``.
+    """
+    name: str
+    width: int
+    access: str = "rw"
+    reset: int = 0
+    desc: str = ""
+    offset: int | None = None
+
+    def __post_init__(self):
+        if not _NAME.match(self.name):
+            raise ValueError(f"field name {self.name!r} is not an identifier")
+        if not isinstance(self.width, int) or self.width < 1:
+            raise ValueError(f"field {self.name}: width {self.width!r} must be a positive int")
+        if self.access not in _ACCESS:
+            raise ValueError(f"field {self.name}: access {self.access!r} not in {_ACCESS}")
+        if not 0 <= self.reset < (1 << self.width):
+            raise ValueError(f"field {self.name}: reset {self.reset} does not fit {self.width} "
+                             "bits")
+
+    @property
+    def mask(self) -> int:
+        return ((1 << self.width) - 1) << self.offset
+
+    @property
+    def bits(self) -> str:
+        hi = self.offset + self.width - 1
+        return f"[{hi}:{self.offset}]" if self.width > 1 else f"[{self.offset}]"
+
+
+@dataclass(frozen=True)
+class Register:
+    """A register: a name, a word address (assigned by :class:`RegisterMap` after the previous
+    register when ``None``) and its fields, least significant first."""
+    name: str
+    fields: tuple[Field, ...]
+    desc: str = ""
+    addr: int | None = None
+
+    def __post_init__(self):
+        if not _NAME.match(self.name):
+            raise ValueError(f"register name {self.name!r} is not an identifier")
+        fields, offset, names = [], 0, set()
+        for f in self.fields:
+            if f.name in names:
+                raise ValueError(f"register {self.name}: duplicate field {f.name}")
+            names.add(f.name)
+            f = f if f.offset is not None else replace(f, offset=offset)
+            if f.offset < offset:
+                raise ValueError(f"register {self.name}: field {f.name} overlaps the previous")
+            offset = f.offset + f.width
+            fields.append(f)
+        if not fields:
+            raise ValueError(f"register {self.name} has no field")
+        object.__setattr__(self, "fields", tuple(fields))
+
+    @classmethod
+    def single(cls, name: str, width: int, reset: int = 0, access: str = "rw", desc: str = "",
+               addr: int | None = None) -> Register:
+        """A register of one field (named like the register, in lower case) at bit 0."""
+        return cls(name, (Field(name.lower(), width, access, reset, desc),), desc, addr)
+
+    @property
+    def width(self) -> int:
+        return max(f.offset + f.width for f in self.fields)
+
+    @property
+    def reset(self) -> int:
+        return sum(f.reset << f.offset for f in self.fields if f.access == "rw")
+
+    @property
+    def write_mask(self) -> int:
+        return sum(f.mask for f in self.fields if f.access == "rw")
+
+    @property
+    def writable(self) -> bool:
+        return self.write_mask != 0
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"register {self.name} has no field {name!r}")
+
+    def pack(self, **values: int) -> int:
+        """The register word with the given field values (others 0)."""
+        word = 0
+        for name, value in values.items():
+            f = self.field(name)
+            if not 0 <= value < (1 << f.width):
+                raise ValueError(f"{self.name}.{name} = {value} does not fit {f.width} bits")
+            word |= value << f.offset
+        return word
+
+    def unpack(self, word: int) -> dict[str, int]:
+        return {f.name: (word >> f.offset) & ((1 << f.width) - 1) for f in self.fields}
+
+
+def _as_registers(items) -> list[Register]:
+    """Registers from :class:`Register` objects or ``(name, width, reset)`` tuples (the simple
+    list a multi-flow engine keeps), the latter read-write, one field each."""
+    regs = []
+    for item in items:
+        if isinstance(item, Register):
+            regs.append(item)
+        else:
+            name, width, reset = item[:3]
+            desc = item[3] if len(item) > 3 else ""
+            regs.append(Register.single(name, width, reset, desc=desc))
+    return regs
+
+
+@dataclass(frozen=True)
+class RegisterMap:
+    """A block's register map (see the module docstring for the address layout).
+
+    ``name``: the map's name (the SystemRDL addrmap and the C prefix); ``block_type``: four
+    characters (the ``ID`` register); ``version``: ``(major, minor)``; ``flows`` and
+    ``flow_registers``: the per-flow windows of a multi-flow engine.
+    """
+    name: str
+    registers: tuple[Register, ...]
+    block_type: str
+    version: tuple[int, int] = (1, 0)
+    desc: str = ""
+    data_width: int = 32
+    flows: int = 0
+    flow_registers: tuple[Register, ...] = ()
+    header_offset: int = field(init=False, default=0)
+    flow_shift: int = field(init=False, default=0)
+    flow_base: int = field(init=False, default=0)
+    addr_width: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        if not _NAME.match(self.name):
+            raise ValueError(f"register map name {self.name!r} is not an identifier")
+        fourcc(self.block_type)
+        regs = self._place(_as_registers(self.registers))
+        flow_regs = self._place(_as_registers(self.flow_registers))
+        names = [r.name for r in regs] + [r.name for r in flow_regs]
+        clash = {n for n in names if names.count(n) > 1} | (set(names) & set(HEADER_REGISTERS))
+        if clash:
+            raise ValueError(f"register map {self.name}: duplicate register name(s) {clash}")
+        for r in regs + flow_regs:
+            if r.width > self.data_width:
+                raise ValueError(f"register {r.name} is wider ({r.width}) than the data "
+                                 f"width {self.data_width}")
+        if bool(self.flows) != bool(flow_regs):
+            raise ValueError(f"register map {self.name}: flows and flow_registers go together")
+        span = max((r.addr + 1 for r in regs), default=0)
+        header = max(_MIN_HEADER_OFFSET, _pow2_at_least(span))
+        end = header + len(HEADER_REGISTERS)
+        shift = flow_base = 0
+        if self.flows:
+            shift = max(0, (len(flow_regs) - 1).bit_length()) if flow_regs else 0
+            shift = max(shift, max(r.addr for r in flow_regs).bit_length())
+            flow_base = max(_pow2_at_least(end), _pow2_at_least(self.flows << shift))
+            words = 2 * flow_base
+        else:
+            words = _pow2_at_least(end)
+        object.__setattr__(self, "registers", tuple(regs))
+        object.__setattr__(self, "flow_registers", tuple(flow_regs))
+        object.__setattr__(self, "header_offset", header)
+        object.__setattr__(self, "flow_shift", shift)
+        object.__setattr__(self, "flow_base", flow_base)
+        object.__setattr__(self, "addr_width", (words - 1).bit_length())
+
+    def _place(self, regs: list[Register]) -> list[Register]:
+        out, addr, used = [], 0, set()
+        for r in regs:
+            r = r if r.addr is not None else replace(r, addr=addr)
+            if r.addr in used:
+                raise ValueError(f"register map {self.name}: two registers at word {r.addr}")
+            used.add(r.addr)
+            addr = r.addr + 1
+            out.append(r)
+        return out
+
+    @classmethod
+    def from_list(cls, name: str, block_type: str, registers: Iterable = (), *,
+                  flows: int = 0, flow_registers: Iterable = (), **kwargs) -> RegisterMap:
+        """A map from simple ``(name, width, reset[, desc])`` lists (read-write registers at
+        consecutive addresses), e.g. a multi-flow engine's global and per-flow registers."""
+        return cls(name, tuple(_as_registers(registers)), block_type, flows=flows,
+                   flow_registers=tuple(_as_registers(flow_registers)), **kwargs)
+
+    # -- the header -----------------------------------------------------------------------------
+    @property
+    def size_bytes(self) -> int:
+        return (1 << self.addr_width) * self.data_width // 8
+
+    @property
+    def header(self) -> tuple[Register, ...]:
+        """The identification registers, read-only constants."""
+        values = {
+            "ID": (fourcc(self.block_type), "block type, four ASCII characters"),
+            "VERSION": (self.version[0] << 16 | self.version[1], "register map version, "
+                        "major[31:16] minor[15:0]"),
+            "SIZE": (self.size_bytes, "bytes spanned by the register map"),
+            "FLOWS": (self.flows | self.flow_shift << 16,
+                      "per-flow windows: count[15:0], log2(words per flow)[23:16]"),
+        }
+        return tuple(Register(n, (Field(n.lower(), 32, "ro", values[n][0], values[n][1]),),
+                              values[n][1], self.header_offset + i)
+                     for i, n in enumerate(HEADER_REGISTERS))
+
+    def header_values(self) -> dict[int, int]:
+        return {r.addr: r.fields[0].reset for r in self.header}
+
+    # -- look-up ---------------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Register:
+        for r in self.registers + self.header + self.flow_registers:
+            if r.name == name:
+                return r
+        raise KeyError(f"register map {self.name} has no register {name!r}")
+
+    def addr(self, name: str, flow: int | None = None) -> int:
+        """Word address of a register (of a flow's window for a per-flow register)."""
+        reg = self[name]
+        if reg in self.flow_registers:
+            if flow is None or not 0 <= flow < self.flows:
+                raise ValueError(f"{name} is a per-flow register: give a flow 0..{self.flows-1}")
+            return self.flow_base + (flow << self.flow_shift | reg.addr)
+        return reg.addr
+
+    def decode(self, addr: int) -> tuple[Register, int | None] | None:
+        """``(register, flow)`` at a word address (flow ``None`` for a global register), or
+        ``None`` if nothing is mapped there."""
+        if self.flows and addr >= self.flow_base:
+            flow, index = (addr - self.flow_base) >> self.flow_shift, addr & (
+                (1 << self.flow_shift) - 1)
+            for r in self.flow_registers:
+                if r.addr == index and flow < self.flows:
+                    return r, flow
+            return None
+        for r in self.registers + self.header:
+            if r.addr == addr:
+                return r, None
+        return None
+
+    def mapped_addresses(self) -> list[int]:
+        out = [r.addr for r in self.registers + self.header]
+        for f in range(self.flows):
+            out += [self.flow_base + (f << self.flow_shift | r.addr) for r in self.flow_registers]
+        return sorted(out)
+
+    def model(self, sources: Mapping[str, Callable[[], int]] | None = None) -> RegisterModel:
+        return RegisterModel(self, sources)
+
+    # -- documents ---------------------------------------------------------------------------------
+    def markdown(self) -> str:
+        """The register table of the block's documentation page."""
+        bpw = self.data_width // 8
+        lines = ["| Word | Byte | Register | Field | Bits | Access | Reset | Description |",
+                 "|---|---|---|---|---|---|---|---|"]
+
+        def rows(regs, word_of, label=""):
+            for r in regs:
+                for i, f in enumerate(r.fields):
+                    word = word_of(r)
+                    addr = (f"0x{word:02X}", f"0x{word * bpw:03X}") if i == 0 else ("", "")
+                    reset = f"0x{f.reset:X}" if f.access == "rw" or r in self.header else "-"
+                    desc = (f.desc or r.desc).replace("|", "\\|")
+                    lines.append(f"| {addr[0]} | {addr[1]} | {r.name if i == 0 else ''}{label} "
+                                 f"| {f.name} | {f.bits} | {f.access.upper()} | {reset} "
+                                 f"| {desc} |")
+        rows(self.registers, lambda r: r.addr)
+        rows(self.header, lambda r: r.addr)
+        if self.flows:
+            rows(self.flow_registers, lambda r: self.flow_base + r.addr,
+                 f" (flow f: + f x 0x{1 << self.flow_shift:X} words)")
+        lines.append("")
+        lines.append(f"Map size {self.size_bytes} bytes ({1 << self.addr_width} words of "
+                     f"{self.data_width} bits, address width {self.addr_width}); unmapped "
+                     "words read 0 and ignore writes.")
+        return "\n".join(lines) + "\n"
+
+    def systemrdl(self, name: str | None = None) -> str:
+        """A SystemRDL 2.0 description (byte addresses) of the map, named ``name``."""
+        name = name or self.name
+        bpw = self.data_width // 8
+
+        def q(text):
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        def reg_text(r, indent, const=False):
+            pad = " " * indent
+            out = [f"{pad}reg {{", f"{pad}    name = {q(r.name)};"]
+            if r.desc:
+                out.append(f"{pad}    desc = {q(r.desc)};")
+            out.append(f"{pad}    regwidth = {self.data_width};")
+            for f in r.fields:
+                sw, hw = ("rw", "r") if f.access == "rw" else ("r", "na" if const else "w")
+                props = [f"sw = {sw};", f"hw = {hw};"]
+                if f.desc:
+                    props.append(f"desc = {q(f.desc)};")
+                hi = f.offset + f.width - 1
+                reset = f" = 0x{f.reset:X}" if (f.access == "rw" or const) else ""
+                # (instance names escaped: field names such as "level" are RDL keywords)
+                out.append(f"{pad}    field {{ {' '.join(props)} }} \\{f.name}[{hi}:{f.offset}]"
+                           f"{reset};")
+            return out
+
+        lines = [f"addrmap {name} {{", f"    name = {q(name)};"]
+        if self.desc:
+            lines.append(f"    desc = {q(self.desc)};")
+        for r in self.registers:
+            lines += reg_text(r, 4) + [f"    }} \\{r.name} @ 0x{r.addr * bpw:X};"]
+        for r in self.header:
+            lines += reg_text(r, 4, const=True) + [f"    }} \\{r.name} @ 0x{r.addr * bpw:X};"]
+        if self.flows:
+            stride = (1 << self.flow_shift) * bpw
+            lines.append("    regfile {")
+            lines.append('        name = "FLOW";')
+            for r in self.flow_registers:
+                lines += reg_text(r, 8) + [f"        }} \\{r.name} @ 0x{r.addr * bpw:X};"]
+            lines.append(f"    }} FLOW[{self.flows}] @ 0x{self.flow_base * bpw:X} "
+                         f"+= 0x{stride:X};")
+        lines.append("};")
+        return "\n".join(lines) + "\n"
+
+    def c_layout(self) -> dict[str, int]:
+        """The map as C-style constants: ``REG`` -> byte offset, ``REG.field`` -> bit offset
+        and ``REG.field#w`` -> width (what a test compares PeakRDL's C header with)."""
+        bpw = self.data_width // 8
+        out = {}
+        for r in self.registers + self.header + self.flow_registers:
+            base = (self.flow_base if r in self.flow_registers else 0) * bpw
+            out[r.name] = base + r.addr * bpw
+            for f in r.fields:
+                out[f"{r.name}.{f.name}"] = f.offset
+                out[f"{r.name}.{f.name}#w"] = f.width
+        return out
+
+
+class RegisterModel:
+    """The golden model's register file for a :class:`RegisterMap`.
+
+    ``write(addr, value)`` applies a write as the RTL does (read-only fields and unmapped words
+    ignored, writable fields masked to their width) and returns ``(register, flow)`` or
+    ``None``; ``read(addr)`` returns the word the RTL reads back.  Registers whose value lives
+    elsewhere in the model (read-only state, counters) are read through ``sources``
+    (``name -> callable`` returning the register word).
+    """
+
+    def __init__(self, regmap: RegisterMap, sources: Mapping[str, Callable[[], int]] | None = None):
+        self.map = regmap
+        self.sources = dict(sources or {})
+        self.values = {r.name: r.reset for r in regmap.registers}
+        self.flow_values = [{r.name: r.reset for r in regmap.flow_registers}
+                            for _ in range(regmap.flows)]
+        self._header = regmap.header_values()
+
+    def __getitem__(self, name: str) -> int:
+        return self.values[name]
+
+    def field(self, reg: str, name: str, flow: int | None = None) -> int:
+        r = self.map[reg]
+        word = self.values[reg] if flow is None else self.flow_values[flow][reg]
+        f = r.field(name)
+        return (word >> f.offset) & ((1 << f.width) - 1)
+
+    def write(self, addr: int, value: int):
+        hit = self.map.decode(addr)
+        if hit is None or not hit[0].writable:
+            return None
+        reg, flow = hit
+        store = self.values if flow is None else self.flow_values[flow]
+        store[reg.name] = value & reg.write_mask
+        return reg, flow
+
+    def read(self, addr: int) -> int:
+        if addr in self._header:
+            return self._header[addr]
+        hit = self.map.decode(addr)
+        if hit is None:
+            return 0
+        reg, flow = hit
+        if reg.name in self.sources:
+            return self.sources[reg.name]() & ((1 << reg.width) - 1)
+        return self.values[reg.name] if flow is None else self.flow_values[flow][reg.name]
+
+
+class CsrBank:
+    """The RTL of a :class:`RegisterMap` inside a block's ``elaborate``.
+
+    Create it first (its storage signals are the block's run-time registers: ``bank["K_MIN"]``,
+    ``bank.field("CTRL", "profile")``), give the read-only fields their sources
+    (:meth:`source`), then call :meth:`build` LAST, so that a software write takes priority over
+    the block's own update of a register in the same cycle (a counter being cleared).
+
+    ``resets``: reset words by register name, overriding the map's (a configuration's values).
+    ``external``: registers whose storage is the block's own signal (read back from it; a write
+    only raises the register's strobe, the block applies it, e.g. with a clamp).
+
+    Attributes: ``wstb[name]`` (1 in the cycle a write to the register is applied),
+    ``wdata`` (the word being applied), ``applying`` (a write is applied this cycle); for
+    per-flow registers ``flow_wstb[name]``, ``flow_wflow`` (flow index of the write), and for
+    reads ``flow_rflow`` / ``flow_rindex`` (the flow and register index at ``raddr``, for the
+    block's memory read port) and ``flow_rdata`` (the block drives it, one cycle after
+    ``raddr``, like the global registers).
+    """
+
+    def __init__(self, regmap: RegisterMap, *, resets: Mapping[str, int] | None = None,
+                 external: Mapping[str, Value] | None = None):
+        self.map = regmap
+        self.external = dict(external or {})
+        resets = dict(resets or {})
+        for name in list(resets) + list(self.external):
+            regmap[name]
+        self.storage = {}
+        for r in regmap.registers:
+            if r.writable and r.name not in self.external:
+                init = resets.get(r.name, r.reset) & r.write_mask
+                self.storage[r.name] = Signal(r.width, init=init, name=f"reg_{r.name.lower()}")
+        self.sources: dict[tuple[str, str], Value] = {}
+        self.wstb = {r.name: Signal(name=f"wstb_{r.name.lower()}")
+                     for r in regmap.registers if r.writable}
+        self.wdata = Signal(regmap.data_width, name="csr_wdata")
+        self.applying = Signal(name="csr_applying")
+        self.flow_wstb = {r.name: Signal(name=f"wstb_flow_{r.name.lower()}")
+                          for r in regmap.flow_registers}
+        fbits = max(1, (regmap.flows - 1).bit_length())
+        self.flow_wflow = Signal(fbits, name="csr_wflow")
+        self.flow_rflow = Signal(fbits, name="csr_rflow")
+        self.flow_rindex = Signal(max(1, regmap.flow_shift), name="csr_rindex")
+        self.flow_rdata = Signal(regmap.data_width, name="csr_flow_rdata")
+
+    def __getitem__(self, name: str) -> Signal:
+        return self.storage[name]
+
+    def field(self, reg: str, name: str) -> Value:
+        f = self.map[reg].field(name)
+        return self.storage[reg][f.offset:f.offset + f.width]
+
+    def source(self, reg: str, value: Value, field: str | None = None) -> None:
+        """The value a read-only field reads back (``field`` may be omitted for a register of
+        one field)."""
+        r = self.map[reg]
+        f = r.field(field) if field is not None else r.fields[0]
+        if f.access != "ro":
+            raise ValueError(f"{reg}.{f.name} is not read-only")
+        self.sources[(reg, f.name)] = value
+
+    def _read_word(self, r: Register) -> Value:
+        if r.name in self.external:
+            return self.external[r.name]
+        parts, pos = [], 0
+        for f in r.fields:
+            if f.offset > pos:
+                parts.append(Const(0, f.offset - pos))
+            if f.access == "rw":
+                parts.append(self.storage[r.name][f.offset:f.offset + f.width])
+            else:
+                v = Value.cast(self.sources.get((r.name, f.name), Const(0, f.width)))
+                parts.append(v[:f.width] if len(v) >= f.width
+                             else Cat(v, Const(0, f.width - len(v))))
+            pos = f.offset + f.width
+        return Cat(*parts)
+
+    def build(self, m: Module, csr_w, raddr: Value | None = None, rdata: Value | None = None,
+              *, idle: Value | int = 1, delay: int = 0) -> None:
+        """The write decode and read mux.
+
+        ``csr_w``: the block's ``(addr, data)`` write stream.  ``idle``: the block's "a write
+        may be applied now" condition; ``csr_w.ready`` is ``idle`` and a write is taken when
+        valid and ready (the block holds off its events while ``csr_w.valid``, so a waiting
+        write is not starved).  ``delay``: 0 applies the write at the edge that takes it, 1 at
+        the next edge (the block counts ``applying`` as busy).  ``raddr``/``rdata``: the read
+        port, data one cycle after the address; unmapped words read 0.
+        """
+        regmap = self.map
+        m.d.comb += csr_w.ready.eq(idle)
+        take = csr_w.valid & csr_w.ready
+        if delay == 0:
+            addr, data = csr_w.payload.addr, csr_w.payload.data
+            m.d.comb += self.applying.eq(take)
+        elif delay == 1:
+            addr = Signal.like(csr_w.payload.addr, name="csr_waddr_q")
+            data = Signal.like(csr_w.payload.data, name="csr_wdata_q")
+            m.d.sync += [self.applying.eq(take), addr.eq(csr_w.payload.addr),
+                         data.eq(csr_w.payload.data)]
+        else:
+            raise ValueError(f"delay {delay} must be 0 or 1")
+        m.d.comb += self.wdata.eq(data)
+        for r in regmap.registers:
+            if not r.writable:
+                continue
+            m.d.comb += self.wstb[r.name].eq(self.applying & (addr == r.addr))
+            if r.name in self.storage:
+                with m.If(self.wstb[r.name]):
+                    m.d.sync += self.storage[r.name].eq(data[:r.width] & r.write_mask)
+        if regmap.flows:
+            top = regmap.addr_width - 1          # the bit that selects the flow windows
+            in_flows = addr[top]
+            index = addr[:regmap.flow_shift] if regmap.flow_shift else Const(0, 1)
+            m.d.comb += self.flow_wflow.eq(addr[regmap.flow_shift:top])
+            for r in regmap.flow_registers:
+                m.d.comb += self.flow_wstb[r.name].eq(
+                    self.applying & in_flows & (index == r.addr)
+                    & (self.flow_wflow < regmap.flows))
+        if raddr is None:
+            return
+        word = Signal(regmap.data_width, name="csr_rword")
+        with m.Switch(raddr[:regmap.addr_width]):
+            for r in regmap.registers:
+                with m.Case(r.addr):
+                    m.d.sync += word.eq(self._read_word(r))
+            for r in regmap.header:
+                with m.Case(r.addr):
+                    m.d.sync += word.eq(r.fields[0].reset)
+            with m.Default():
+                m.d.sync += word.eq(0)
+        if not regmap.flows:
+            m.d.comb += rdata.eq(word)
+            return
+        top = regmap.addr_width - 1
+        in_flows_q = Signal(name="csr_rflow_q")
+        m.d.comb += [self.flow_rflow.eq(raddr[regmap.flow_shift:top]),
+                     self.flow_rindex.eq(raddr[:regmap.flow_shift] if regmap.flow_shift else 0)]
+        mapped = Const(0, 1)
+        for r in regmap.flow_registers:
+            mapped = mapped | (self.flow_rindex == r.addr)
+        m.d.sync += in_flows_q.eq(raddr[top] & mapped & (self.flow_rflow < regmap.flows))
+        m.d.comb += rdata.eq(Mux(in_flows_q, self.flow_rdata, word))
