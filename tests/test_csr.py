@@ -192,7 +192,7 @@ class MultiFlow(wiring.Component):
                 with m.Case(a):
                     m.d.comb += mask.eq(v)
         m.d.comb += [wr.en.eq(stb), wr.addr.eq(bank.flow_wflow << shift | index),
-                     wr.data.eq(bank.wdata & mask),
+                     wr.data.eq(self.csr_w.payload.data & mask),
                      rd.addr.eq(bank.flow_rflow << shift | bank.flow_rindex),
                      bank.flow_rdata.eq(rd.data)]
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)

@@ -467,11 +467,11 @@ class CsrBank:
     only raises the register's strobe, the block applies it, e.g. with a clamp).
 
     Attributes: ``wstb[name]`` (1 in the cycle a write to the register is applied),
-    ``wdata`` (the word being applied), ``applying`` (a write is applied this cycle); for
-    per-flow registers ``flow_wstb[name]``, ``flow_wflow`` (flow index of the write), and for
-    reads ``flow_rflow`` / ``flow_rindex`` (the flow and register index at ``raddr``, for the
-    block's memory read port) and ``flow_rdata`` (the block drives it, one cycle after
-    ``raddr``, like the global registers).
+    ``wdata`` (the word being applied; set by :meth:`build`), ``applying`` (a write is
+    applied this cycle).  Per-flow registers: ``flow_wstb[name]`` and ``flow_wflow`` (the
+    write's flow); for reads ``flow_rflow`` / ``flow_rindex`` (the flow and register index at
+    ``raddr``, for the block's memory read port) and ``flow_rdata`` (driven by the block, one
+    cycle after ``raddr``, like the global registers).
     """
 
     def __init__(self, regmap: RegisterMap, *, resets: Mapping[str, int] | None = None,
@@ -489,7 +489,7 @@ class CsrBank:
         self.sources: dict[tuple[str, str], Value] = {}
         self.wstb = {r.name: Signal(name=f"wstb_{r.name.lower()}")
                      for r in regmap.registers if r.writable}
-        self.wdata = Signal(regmap.data_width, name="csr_wdata")
+        self.wdata = None          # the word being applied: set by build()
         self.applying = Signal(name="csr_applying")
         self.flow_wstb = {r.name: Signal(name=f"wstb_flow_{r.name.lower()}")
                           for r in regmap.flow_registers}
@@ -555,7 +555,7 @@ class CsrBank:
                          data.eq(csr_w.payload.data)]
         else:
             raise ValueError(f"delay {delay} must be 0 or 1")
-        m.d.comb += self.wdata.eq(data)
+        self.wdata = data
         for r in regmap.registers:
             if not r.writable:
                 continue
@@ -574,7 +574,9 @@ class CsrBank:
                     & (self.flow_wflow < regmap.flows))
         if raddr is None:
             return
-        word = Signal(regmap.data_width, name="csr_rword")
+        # (without per-flow windows the read mux drives rdata itself: Yosys would keep a named
+        # intermediate as an unused wire)
+        word = rdata if not regmap.flows else Signal(regmap.data_width, name="csr_rword")
         with m.Switch(raddr[:regmap.addr_width]):
             for r in regmap.registers:
                 with m.Case(r.addr):
@@ -585,7 +587,6 @@ class CsrBank:
             with m.Default():
                 m.d.sync += word.eq(0)
         if not regmap.flows:
-            m.d.comb += rdata.eq(word)
             return
         top = regmap.addr_width - 1
         in_flows_q = Signal(name="csr_rflow_q")

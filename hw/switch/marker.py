@@ -6,6 +6,8 @@ See ``docs/switch-marker.md`` for the algorithm, registers and figures, and
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -14,7 +16,6 @@ from ..layouts import (
     Compare,
     DropReason,
     Ecn,
-    MarkerCtrl,
     Profile,
     QueueOp,
     SamplePoint,
@@ -22,6 +23,7 @@ from ..layouts import (
     marker_decision_layout,
     marker_descriptor_layout,
 )
+from ..lib.csr import CsrBank
 from .marker_config import (
     COUNTER_MAX,
     CSR_ADDR_WIDTH,
@@ -54,8 +56,10 @@ class EgressMarker(wiring.Component):
         Register writes (:class:`MarkerReg` word addresses).  A write waits until the pipeline
         is empty and holds off new descriptors meanwhile, so every descriptor sees the register
         values of one instant: those written before it was accepted.
-    csr_raddr : In(4), csr_rdata : Out(32)
+    csr_raddr : In(5), csr_rdata : Out(32)
         Register and counter reads; ``csr_rdata`` is valid one cycle after ``csr_raddr``.
+        The identification header (block type ``MRKR``) is at words 0x10..0x13; unmapped
+        words read 0.
 
     Latency and throughput
     ----------------------
@@ -88,23 +92,20 @@ class EgressMarker(wiring.Component):
         W, D = cfg.occ_width, cfg.draw_bits
         desc_layout = marker_descriptor_layout(cfg)
 
-        # ---- run-time registers (reset values from the configuration) ----------------------
-        ctrl = Signal(MarkerCtrl, init={"profile": reset.profile, "compare": reset.compare,
-                                        "sample_at": reset.sample_at})
-        k_min = Signal(W, init=reset.k_min)
-        k_max = Signal(W, init=reset.k_max)
-        p_max = Signal(D + 1, init=reset.p_max)
-        k_drop = Signal(W, init=reset.k_drop)
-        buf_max = Signal(W, init=reset.buf_max)
-        shared_buffer = Signal(W, init=reset.shared_buffer)
+        # ---- run-time registers (declared once in MarkerConfig.register_map) ---------------
+        bank = CsrBank(cfg.register_map())
+        ctrl = SimpleNamespace(profile=bank.field("CTRL", "profile"),
+                               compare=bank.field("CTRL", "compare"),
+                               sample_at=bank.field("CTRL", "sample_at"))
+        k_min, k_max, p_max = bank["K_MIN"], bank["K_MAX"], bank["P_MAX"]
+        k_drop, buf_max, shared_buffer = bank["K_DROP"], bank["BUF_MAX"], bank["SHARED_BUFFER"]
 
         # ---- state -----------------------------------------------------------------------
         occ = [Signal(W, name=f"occ_p{i // cfg.priorities}_q{i % cfg.priorities}")
                for i in range(cfg.queues)]
         shared = Signal(W)
         lfsr = Signal(cfg.lfsr.width, init=cfg.lfsr.seed)
-        counters = {reg: Signal(CSR_DATA_WIDTH, name=reg.name.lower())
-                    for reg in MarkerReg.counters()}
+        counters = {reg: bank[reg.name] for reg in MarkerReg.counters()}
 
         # ---- pipeline registers ----------------------------------------------------------
         s1_valid = Signal()
@@ -138,12 +139,8 @@ class EgressMarker(wiring.Component):
         advance = ~self.decision.valid | self.decision.ready
         pipeline_empty = ~(s1_valid | s2_valid | s3_valid | s4_valid | self.decision.valid
                            | increment_pending)
-        m.d.comb += [
-            self.desc.ready.eq(advance & ~self.csr_w.valid),
-            self.csr_w.ready.eq(pipeline_empty),
-        ]
+        m.d.comb += self.desc.ready.eq(advance & ~self.csr_w.valid)
         desc_accept = self.desc.valid & self.desc.ready
-        csr_accept = self.csr_w.valid & self.csr_w.ready
 
         def at_or_above(x, k):
             return Mux(ctrl.compare == Compare.GE.value, x >= k, x > k)
@@ -287,22 +284,8 @@ class EgressMarker(wiring.Component):
             with m.If(increments[reg] & (counter != COUNTER_MAX)):
                 m.d.sync += counter.eq(counter + 1)
 
-        writable = {
-            MarkerReg.CTRL: ctrl.as_value(), MarkerReg.K_MIN: k_min, MarkerReg.K_MAX: k_max,
-            MarkerReg.P_MAX: p_max, MarkerReg.K_DROP: k_drop, MarkerReg.BUF_MAX: buf_max,
-            MarkerReg.SHARED_BUFFER: shared_buffer, **counters,
-        }
-        wdata = self.csr_w.payload.data
-        for reg, target in writable.items():
-            with m.If(csr_accept & (self.csr_w.payload.addr == reg)):
-                m.d.sync += target.eq(wdata[:len(target)])
-
-        readable = {**writable, MarkerReg.SHARED_OCC: shared}
-        with m.Switch(self.csr_raddr):
-            for reg, source in readable.items():
-                with m.Case(reg):
-                    m.d.sync += self.csr_rdata.eq(source)
-            with m.Default():
-                m.d.sync += self.csr_rdata.eq(0)
+        # ---- registers: writes while the pipeline is empty (a write wins over a count) -------
+        bank.source("SHARED_OCC", shared)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=pipeline_empty)
 
         return m

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..layouts import Compare, Profile, SamplePoint
 from ..lfsr import LfsrParams
+from ..lib.csr import Field, Register, RegisterMap
 from ..params import BlockConfig, ConfigError, bits_for, check_choice, check_int, check_real
 
 __all__ = ["MarkerConfig", "MarkerRegisters", "MarkerReg", "PROFILES"]
@@ -48,7 +49,11 @@ class MarkerReg(enum.IntEnum):
         return [r for r in cls if r >= cls.CNT_ENQUEUED]
 
 
-CSR_ADDR_WIDTH = 4
+#: word address width of the register port: the registers at 0x0..0xE, the identification
+#: header (hw/lib/csr.py) at 0x10..0x13
+CSR_ADDR_WIDTH = 5
+#: block type in the header's ID register
+BLOCK_TYPE = "MRKR"
 CSR_DATA_WIDTH = 32
 COUNTER_MAX = (1 << CSR_DATA_WIDTH) - 1
 
@@ -212,5 +217,42 @@ class MarkerConfig(BlockConfig):
             buf_max=self.buf_max,
             shared_buffer=self.shared_limit,
         )
+
+    def register_map(self, name: str = "marker") -> RegisterMap:
+        """The register map (addresses of :class:`MarkerReg`), with this configuration's reset
+        values: the one declaration the RTL, the golden model, the docs and SystemRDL use."""
+        r, W = self.registers(), self.occ_width
+        cnt = "saturates at 2**32 - 1; a write clears or presets it"
+        regs = [
+            Register("CTRL", (
+                Field("profile", 2, reset=r.profile, desc="0 LDCP, 1 DCQCN, 2 DCTCP (3: as 1)"),
+                Field("compare", 1, reset=r.compare, desc="0 q >= K, 1 q > K"),
+                Field("sample_at", 1, reset=r.sample_at, desc="ECN sampled at 0 enqueue, "
+                      "1 dequeue"),
+            ), "marker profile and conventions", MarkerReg.CTRL),
+            Register.single("K_MIN", W, r.k_min, desc="ramp start, bytes", addr=MarkerReg.K_MIN),
+            Register.single("K_MAX", W, r.k_max, desc="ramp end (DCTCP: the step K), bytes",
+                            addr=MarkerReg.K_MAX),
+            Register.single("P_MAX", self.draw_bits + 1, r.p_max,
+                            desc=f"probability at the ramp end, UQ1.{self.draw_bits}",
+                            addr=MarkerReg.P_MAX),
+            Register.single("K_DROP", W, r.k_drop, desc="LDCP: Not-ECT dropped at K, bytes",
+                            addr=MarkerReg.K_DROP),
+            Register.single("BUF_MAX", W, r.buf_max, desc="per-queue limit, bytes",
+                            addr=MarkerReg.BUF_MAX),
+            Register.single("SHARED_BUFFER", W, r.shared_buffer,
+                            desc="shared pool of all queues, bytes", addr=MarkerReg.SHARED_BUFFER),
+            Register.single("SHARED_OCC", W, access="ro", desc="bytes held by all queues",
+                            addr=MarkerReg.SHARED_OCC),
+            *(Register.single(reg.name, CSR_DATA_WIDTH, desc=f"{what}; {cnt}", addr=reg)
+              for reg, what in zip(MarkerReg.counters(), (
+                  "packets admitted", "packets dequeued", "packets changed from ECT to CE",
+                  "Not-ECT packets dropped at K", "packets dropped: queue full",
+                  "packets dropped: shared pool full",
+                  "descriptors rejected (bad queue or underflow)"), strict=True)),
+        ]
+        return RegisterMap(name, tuple(regs), BLOCK_TYPE, version=(1, 0),
+                           desc="switch egress congestion point: queue occupancy, WRED/ECN "
+                                "marker", data_width=CSR_DATA_WIDTH)
 
     # -- serialisation (tests pass configurations to cocotb through the environment) -----------

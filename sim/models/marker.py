@@ -29,7 +29,6 @@ from hw.layouts import (
     DropReason,
     Ecn,
     LayoutCodec,
-    MarkerCtrl,
     Profile,
     QueueOp,
     SamplePoint,
@@ -114,6 +113,7 @@ class MarkerModel:
         self.shared = 0
         self.lfsr_state = cfg.lfsr.seed
         self.counters = {reg: 0 for reg in MarkerReg.counters()}
+        self._csr = None     # the register file, made on first use (the network sim needs none)
 
     # -- helpers ------------------------------------------------------------------------------
     def _at_or_above(self, x: int, k: int) -> bool:
@@ -185,55 +185,41 @@ class MarkerModel:
             self._count(MarkerReg.CNT_MARKED)
         return decision(DropReason.NONE, sampled, marked)
 
-    # -- registers ----------------------------------------------------------------------------
+    # -- registers (the map declared once in MarkerConfig.register_map) ------------------------
+    def _register_file(self):
+        if self._csr is None:
+            regmap = self.cfg.register_map()
+            live = {"SHARED_OCC": lambda: self.shared,
+                    "CTRL": lambda: regmap["CTRL"].pack(profile=self.profile,
+                                                        compare=self.compare,
+                                                        sample_at=self.sample_at)}
+            for name in ("K_MIN", "K_MAX", "P_MAX", "K_DROP", "BUF_MAX", "SHARED_BUFFER"):
+                live[name] = (lambda n: lambda: getattr(self, n))(name.lower())
+            for reg in self.counters:
+                live[reg.name] = (lambda r: lambda: self.counters[r])(reg)
+            self._csr = regmap.model(live)
+        return self._csr
+
     def write(self, addr: int, value: int) -> None:
-        """A register write, as the RTL applies it (bits above a register's width ignored)."""
-        w = (1 << self.cfg.occ_width) - 1
-        match addr:
-            case MarkerReg.CTRL:
-                ctrl = MarkerCtrl.from_bits(value & ((1 << MarkerCtrl.as_shape().size) - 1))
-                self.profile, self.compare, self.sample_at = (
-                    ctrl.profile, ctrl.compare, ctrl.sample_at)
-            case MarkerReg.K_MIN:
-                self.k_min = value & w
-            case MarkerReg.K_MAX:
-                self.k_max = value & w
-            case MarkerReg.P_MAX:
-                self.p_max = value & ((1 << (self.cfg.draw_bits + 1)) - 1)
-            case MarkerReg.K_DROP:
-                self.k_drop = value & w
-            case MarkerReg.BUF_MAX:
-                self.buf_max = value & w
-            case MarkerReg.SHARED_BUFFER:
-                self.shared_buffer = value & w
-            case _ if addr in self.counters:
-                self.counters[MarkerReg(addr)] = value & COUNTER_MAX
-            case _:
-                pass  # read-only or unmapped: ignored
+        """A register write, as the RTL applies it (bits above a register's fields ignored;
+        read-only and unmapped words ignored)."""
+        csr = self._register_file()
+        hit = csr.write(addr, value)
+        if hit is None:
+            return
+        name = hit[0].name
+        if name == "CTRL":
+            self.profile = csr.field("CTRL", "profile")
+            self.compare = csr.field("CTRL", "compare")
+            self.sample_at = csr.field("CTRL", "sample_at")
+        elif name.startswith("CNT_"):
+            self.counters[MarkerReg[name]] = csr[name]
+        else:
+            setattr(self, name.lower(), csr[name])
 
     def read(self, addr: int) -> int:
-        match addr:
-            case MarkerReg.CTRL:
-                return MarkerCtrl.const({"profile": self.profile, "compare": self.compare,
-                                         "sample_at": self.sample_at}).as_bits()
-            case MarkerReg.K_MIN:
-                return self.k_min
-            case MarkerReg.K_MAX:
-                return self.k_max
-            case MarkerReg.P_MAX:
-                return self.p_max
-            case MarkerReg.K_DROP:
-                return self.k_drop
-            case MarkerReg.BUF_MAX:
-                return self.buf_max
-            case MarkerReg.SHARED_BUFFER:
-                return self.shared_buffer
-            case MarkerReg.SHARED_OCC:
-                return self.shared
-            case _ if addr in self.counters:
-                return self.counters[MarkerReg(addr)]
-            case _:
-                return 0
+        """The word the RTL reads back at ``addr`` (0 where nothing is mapped)."""
+        return self._register_file().read(addr)
 
     # -- exact statistics of the integer rule --------------------------------------------------
     def mark_probability(self, q: int) -> float:
