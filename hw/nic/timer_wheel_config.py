@@ -1,0 +1,114 @@
+"""Configuration of the timer service (:mod:`hw.nic.timer_wheel`): a timing wheel of one-cycle
+slots with an occupancy bitmap, sized so that "no free slot" cannot happen.
+
+Capacity argument (why ``overflow`` is unreachable under a validated configuration).  An entry
+is placed at the first free slot at or after its target; the target is at most ``H +
+word_bits - 1`` slots after the cursor's word (parking, see :class:`TimerWheelConfig`), and the
+slots it skips are all occupied, by at most ``max_entries - 1`` other entries.  So the slot
+chosen lies less than ``H + word_bits + max_entries - 1`` slots after the cursor's word, and the
+wheel's window (``slots`` slots from the cursor's word) holds it if ``slots >= horizon +
+max_entries + word_bits``: that is the rule checked here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..params import BlockConfig, ConfigError, bits_for, check_int
+
+__all__ = ["TimerWheelConfig", "INSERT_LATENCY"]
+
+#: An entry accepted on ``ins`` in the cycle where ``now == n`` can pop (``pop.valid``) at the
+#: earliest in the cycle where ``now == n + INSERT_LATENCY``: the insert stage, the search
+#: stage, the decision stage (bitmap write) and the pop stage (slot RAM read).  A deadline
+#: nearer than that is placed at ``n + INSERT_LATENCY`` (late by the difference).
+INSERT_LATENCY = 4
+
+
+def _pow2(owner, field, value, lo, hi):
+    check_int(owner, field, value, lo, hi)
+    if value & (value - 1):
+        raise ConfigError(owner, field, value, f"a power of two, {lo} <= {field} <= {hi}")
+    return value
+
+
+@dataclass(frozen=True)
+class TimerWheelConfig(BlockConfig):
+    """Timing-wheel sizing.
+
+    - ``slots`` (S): one-cycle slots, a power of two; one entry per slot.
+    - ``horizon`` (H): targets beyond ``now + H`` are parked at ``now + H`` (when the cursor
+      lags by more than a word, at the cursor's word end + H instead: see the model).
+    - ``max_entries``: the most entries the user ever has in the wheel at once (e.g. flows x
+      entries per flow); the capacity rule ``slots >= horizon + max_entries + word_bits``
+      makes overflow impossible.
+    - ``flow_bits``, ``gen_bits``: payload of an entry.
+    - ``time_width`` (W): width of ``now`` and of deadlines (wrap-safe stamps);
+      ``W >= log2(S) + 2`` so the window never aliases a wrap-safe compare.
+    - ``word_bits`` (B): bits per bitmap word in block RAM (the cursor's catch-up skips one
+      word, i.e. B slots, per cycle).
+    """
+
+    slots: int = 65536
+    horizon: int = 32768
+    max_entries: int = 8192
+    flow_bits: int = 12
+    gen_bits: int = 2
+    time_width: int = 26
+    word_bits: int = 32
+
+    def __post_init__(self):
+        _pow2(self, "word_bits", self.word_bits, 4, 64)
+        _pow2(self, "slots", self.slots, 2 * self.word_bits, 1 << 24)
+        check_int(self, "flow_bits", self.flow_bits, 1, 24)
+        check_int(self, "gen_bits", self.gen_bits, 1, 8)
+        check_int(self, "time_width", self.time_width, self.slot_bits + 2, 48,
+                  lo_name="log2(slots) + 2")
+        # H >= 4 words: a parked entry lands at least 3 words ahead of the cursor's word at
+        # acceptance, so it can never fall into a word the cursor leaves meanwhile
+        check_int(self, "horizon", self.horizon, 4 * self.word_bits,
+                  self.slots - self.word_bits - 1, lo_name="4 * word_bits",
+                  hi_name="slots - word_bits - 1")
+        check_int(self, "max_entries", self.max_entries, 1,
+                  self.slots - self.horizon - self.word_bits,
+                  hi_name="slots - horizon - word_bits (the capacity rule)")
+
+    # -- derived -------------------------------------------------------------------------
+    @property
+    def slot_bits(self) -> int:
+        return self.slots.bit_length() - 1
+
+    @property
+    def word_shift(self) -> int:
+        return self.word_bits.bit_length() - 1
+
+    @property
+    def n_words(self) -> int:
+        return self.slots // self.word_bits
+
+    @property
+    def word_index_bits(self) -> int:
+        return max(1, self.n_words.bit_length() - 1)
+
+    @property
+    def occ_width(self) -> int:
+        return bits_for(self.slots)
+
+    @property
+    def entry_bits(self) -> int:
+        return self.flow_bits + self.gen_bits
+
+    @property
+    def latency(self) -> int:
+        return INSERT_LATENCY
+
+    def check_capacity(self, entries: int, what: str = "max_entries") -> int:
+        """Raise :class:`ConfigError` unless ``entries`` entries fit the capacity rule."""
+        return check_int(self, what, entries, 0, self.slots - self.horizon - self.word_bits,
+                         hi_name="slots - horizon - word_bits (the capacity rule)")
+
+    def bram_bits(self) -> dict:
+        """Block-RAM bits: slot RAM (S x (flow + gen)) and the bitmap (S bits, replicated per
+        read port: 4 read ports, see :mod:`hw.nic.timer_wheel`)."""
+        return {"slot_ram": self.slots * self.entry_bits, "bitmap": self.slots,
+                "bitmap_copies": 4}
