@@ -219,10 +219,12 @@ def test_fast_equals_cycle_model_random():
 
 @pytest.mark.parametrize("cw_max", [4.0, 64.0])
 def test_ack_floods_around_the_wakeup_search_limit(cw_max):
-    """``n`` ACKs queued in one cycle keep the sender busy about ``n`` edges: ``next_wakeup``
-    gives up after 64 (the cycle model's answer then is the cycle after them).  Floods of 44..63
-    ACKs at every phase of an update in flight, with the window at its cap (the last update
-    commits an unchanged window, so the state is quiet right after the commit) and below it."""
+    """``n`` ACKs queued in one cycle keep the sender busy about ``n`` edges; ``next_wakeup``
+    searches through all of them and its answer is the same from every cycle before it (so a
+    simulator may ask at any time).  Floods of 44..63 ACKs (around the 64 busy edges after
+    which the search once gave up) at every phase of an update in flight, with the window at
+    its cap (the last update commits an unchanged window, so the state is quiet right after the
+    commit) and below it."""
     w = LdcpWindowConfig(m=1, mtu=256, rtt_us=0.4, cw_max=cw_max, cw_init=min(4.0, cw_max))
     cfg = LdcpTransportConfig(window=w, iw=2, bdp=4.0, rto_us=2.0)
     for n in range(44, 64, 1 if cw_max < 8 else 4):
@@ -238,8 +240,12 @@ def test_ack_floods_around_the_wakeup_search_limit(cw_max):
             tx("on_ack", 200, TAck(512, False, 1))    # duplicates: the window stays full
             for _ in range(n):
                 tx("on_ack", 200 + phase, TAck(512, False, 1))
-            tx("next_wakeup")
-            for c in (266, 300):
+            first = tx("next_wakeup")
+            assert first is not None and first > 200 + phase
+            for c in range(201 + phase, min(first, 330), 7):
+                tx("advance", c)
+                assert tx("next_wakeup") == first
+            for c in (330, 400):
                 tx("advance", c)
                 tx("next_wakeup")
                 tx("release", c)

@@ -28,7 +28,9 @@ Sender, :class:`LdcpSenderModel` ``s = LdcpSenderModel(cfg)``:
     (the queued ACKs applied), or a timer (sub-1 pacing, retransmission timeout) fires and
     changes its state, if no further input arrives; None if never (idle, or waiting for ACKs
     with no timer running).  After a wakeup at which ``release`` gives None (a timer fired),
-    ask again.
+    ask again.  The answer is exact and the same from every cycle before it (no input in
+    between): a simulator may ask at any time, and a timer that does not fire first (a
+    retransmission timeout behind the sub-1 timer, say) is not reported.
 ``s.done``, ``s.active``, ``s.stage``, ``s.cw`` (UQ16.16), ``s.stats`` (counters)
     Read after advancing to the cycle of interest (any call above advances; ``s.advance(cycle)``
     does only that).
@@ -75,6 +77,8 @@ __all__ = ["TxPacket", "RxPacket", "TAck", "TxState", "TxOutputs", "LdcpSenderMo
 
 _SAT16 = (1 << 16) - 1
 _RTO_MASK = (1 << RTO_WIDTH) - 1
+#: ``next_wakeup`` steps at most this many busy edges (no sane register set reaches it).
+_SEARCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -442,14 +446,14 @@ class LdcpSenderModel:
         saved = self._save()
         was_done = self.s.done
         try:
-            for _ in range(64):
+            for _ in range(_SEARCH):
                 if self._quiet():
                     break
                 self._step()
                 if self._offer() is not None or self.s.done != was_done:
                     return self.cycle
             else:
-                return self.cycle + 1      # still busy (cannot happen with sane registers)
+                raise RuntimeError("LdcpSenderModel: busy without end")   # (bad registers)
             j_rto, j_tmr = self._timers()
             s = self.s
             cands = []

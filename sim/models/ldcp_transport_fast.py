@@ -21,8 +21,8 @@ building new frozen dataclasses, and ``next_wakeup`` simulates ahead with a full
   accumulator's closed form) and the timeout (``rto - 1 - rto_cnt``).  Only the edges that
   take an ACK, a packet or a start, commit an update, load the window or move the gate's
   pipeline registers (two edges after the window changes) are stepped.
-- ``next_wakeup`` runs the same search as the cycle model (step until quiet, at most 64 edges,
-  then the timers in closed form) on a copy of the registers and keeps the future it computed:
+- ``next_wakeup`` runs the same search as the cycle model (step until quiet, then the timers in
+  closed form) on a copy of the registers and keeps the future it computed:
   if the next call comes at or after that cycle with no input in between, the sender adopts it
   instead of recomputing it.
 
@@ -57,8 +57,9 @@ _FRAC = ONE - 1
 _FAST, _STABLE = LdcpTxStage.FAST, LdcpTxStage.STABLE
 #: Window-load kinds (:class:`hw.layouts.LdcpTxLoad` order): fs_acked packets, CW_BDP, min(cw, 1)
 _ACKED, _BDP, _MIN1 = 0, 1, 2
-#: The cycle model's ``next_wakeup`` gives up after this many busy edges.
-_SEARCH = 64
+#: ``next_wakeup`` searches at most this many busy edges (a bound no sane register set reaches:
+#: every queued ACK is taken, every update committed, long before).
+_SEARCH = 1 << 20
 _FAR = 1 << 62
 
 
@@ -203,20 +204,15 @@ class FastLdcpSenderModel:
         i = 0
         while True:
             if i >= _SEARCH:
-                result = self.cycle + 1     # the cycle model's "still busy" answer
-                break
+                raise RuntimeError("LdcpSenderModel: busy without end")   # (bad registers)
             if i and self._quiet():
                 result = self._timer_wakeup()
                 break
             k = self._idle_edges()
             if k:
-                if i + k >= _SEARCH:
-                    k = _SEARCH - i
-                    if self.e_busy and k > self.e_busy:
-                        # the window may come out of the commit unchanged (or with the same
-                        # gate), making the state quiet inside the stretch: find that edge
-                        k = self.e_busy
-                self._jump(k)
+                # (a stretch never passes a timer's firing: the answer found from any edge of
+                # a quiet stretch is the same cycle)
+                self._jump(min(k, _SEARCH))
                 i += k
             else:
                 self._step()

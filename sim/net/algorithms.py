@@ -33,7 +33,7 @@ from sim.models.dctcp import DctcpConfig, DctcpReceiverModel, DctcpSenderModel
 from sim.models.ldcp_transport import RxPacket, TAck
 from sim.models.ldcp_transport_fast import FastLdcpReceiverModel, FastLdcpSenderModel
 
-from .engine import PS_PER_NS
+from .engine import IDLE, PS_PER_NS, Alarm
 from .packet import ACK, CNM, CNP, DATA, NAK, Packet, control
 
 
@@ -66,6 +66,7 @@ class _Endpoint:
         self.packets = None if spec.size_bytes is None else -(-spec.size_bytes // net.mtu)
         self.high = 0             # senders: highest sequence sent + 1 (flags retransmissions)
         self.retx_bytes = 0
+        self.started = False      # senders: start() was called (a wake-up before is a no-op)
 
     def size_of(self, seq: int) -> int:
         if self.packets is not None and seq == self.packets - 1:
@@ -158,21 +159,31 @@ class DctcpParams:
 
 
 class _RtoMixin:
-    """Retransmission timeout: no cumulative progress for ``rto_ps`` -> go back N."""
+    """Retransmission timeout: no cumulative progress for ``rto_ps`` -> go back N.
+
+    One check per flow is pending, at ``last_progress + rto_ps`` as it was when scheduled; a
+    check that finds progress since (or nothing outstanding: the timer restarts) moves itself
+    to the new deadline and is not an event (:data:`sim.net.engine.IDLE`), so that a timeout
+    that never fires leaves no trace in the run."""
 
     def _arm_rto(self) -> None:
         self.last_progress = self.sim.now
         self.sim.after(self.rto_ps, self._check_rto)
 
-    def _check_rto(self) -> None:
+    def _check_rto(self):
         if self.finished:
-            return
+            return IDLE
         now = self.sim.now
-        if now - self.last_progress >= self.rto_ps and self._outstanding():
-            self.net.counters["timeouts"] += 1
-            self.last_progress = now
-            self._go_back(self._acked())
-        self.sim.at(max(self.last_progress + self.rto_ps, now + 1), self._check_rto)
+        if now - self.last_progress < self.rto_ps:
+            self.sim.at(self.last_progress + self.rto_ps, self._check_rto)
+            return IDLE
+        self.last_progress = now
+        self.sim.at(now + self.rto_ps, self._check_rto)
+        if not self._outstanding():
+            return IDLE
+        self.net.counters["timeouts"] += 1
+        self._go_back(self._acked())
+        return None
 
 
 class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
@@ -183,6 +194,7 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
         self.finished = False
 
     def start(self) -> None:
+        self.started = True
         self._arm_rto()
         self._pump()
 
@@ -198,6 +210,9 @@ class DctcpSenderEndpoint(_Endpoint, _RtoMixin):
         self._pump()
 
     def _pump(self) -> None:
+        """Send while the window allows (the wake-up after an ACK or a timeout)."""
+        if not self.started:
+            return
         e = self.engine
         while e.can_send() and self.more(e.next_seq):
             self.send_seq(e.next_seq)
@@ -268,7 +283,8 @@ class _RateSender(_Endpoint, _RtoMixin):
         self.next_seq = 0
         self.acked = 0
         self.finished = False
-        self.scheduled = False
+        self.alarm = Alarm(self.sim, self._send_next)
+        self.waiting = False
         self.next_ok = 0
 
     def _sync(self) -> None:
@@ -277,6 +293,7 @@ class _RateSender(_Endpoint, _RtoMixin):
             self.rp.idle(cycle - self.rp.cycle)
 
     def start(self) -> None:
+        self.started = True
         self._arm_rto()
         self._send_next()
 
@@ -288,23 +305,27 @@ class _RateSender(_Endpoint, _RtoMixin):
 
     def _go_back(self, seq: int) -> None:
         self.next_seq = max(seq, self.acked)
-        if not self.scheduled:
+        if self.alarm.entry is None and not self.waiting:
             self._send_next()
 
+    def _drained(self) -> None:
+        self.waiting = False
+        self._send_next()
+
     def _send_next(self) -> None:
-        self.scheduled = False
-        if self.finished or not self.more(self.next_seq):
+        """The flow's wake-up (the pacing deadline, the NIC's queue drained): send the next
+        packet if it is due.  A wake-up at any other time changes nothing."""
+        if self.finished or not self.started or self.waiting or not self.more(self.next_seq):
             return
         now = self.sim.now
         if now < self.next_ok:
-            self.scheduled = True
-            self.sim.at(self.next_ok, self._send_next)
+            self.alarm.keep(self.next_ok)
             return
         nic = self.host.nic
         if nic.data_backlog() >= 2:
             # the port is paused (PFC) or busy: the NIC's scheduler holds the flow back
-            self.scheduled = True
-            nic.waiters.append(self._send_next)
+            self.waiting = True
+            nic.waiters.append(self._drained)
             return
         size = self.size_of(self.next_seq)
         self._sync()
@@ -314,8 +335,7 @@ class _RateSender(_Endpoint, _RtoMixin):
         inc = self.limiter.inc_for(self._rate())
         cycles = -(-(size << CREDIT_FRAC) // max(inc, 1))
         self.next_ok = (now // self.net.clk_ps + cycles) * self.net.clk_ps
-        self.scheduled = True
-        self.sim.at(self.next_ok, self._send_next)
+        self.alarm.set(self.next_ok)
 
     def on_control(self, pkt: Packet) -> None:
         if pkt.kind == ACK:
@@ -580,22 +600,23 @@ class _CycleClock:
         self.cycle = c
         return c
 
-    def _wake(self, cycle: int, fn) -> None:
-        """Call ``fn`` at the start of ``cycle`` unless an earlier call is already due."""
-        t = cycle * self.net.clk_ps
-        if t < self.sim.now:
-            t = self.sim.now
-        if self.wake_at is not None and self.sim.now <= self.wake_at <= t:
-            return
-        self.wake_at = t
-        self.sim.at(t, fn)
+    def _time(self, cycle: int | None) -> int | None:
+        """The simulated time of the start of ``cycle`` (not before now)."""
+        return None if cycle is None else max(cycle * self.net.clk_ps, self.sim.now)
 
 
 class LdcpSenderEndpoint(_Endpoint, _CycleClock):
     """The flow's message is one LDCP message (a long-lived flow: the longest one the 48-bit
     LSN holds, released until ``stop_ps``).  The sender model is asked for a packet whenever
-    the NIC's data queue has room (the NIC's serialization is fast start's line rate), and
-    woken at its ``next_wakeup`` (sub-1 pacing timer, retransmission timeout)."""
+    the NIC's data queue has room (the NIC's serialization is fast start's line rate).
+
+    Wake-ups: after every input (start, ACK, the NIC's queue drained) and every released
+    packet, the endpoint asks the model for its exact ``next_wakeup`` (the next cycle at which
+    it offers a packet, becomes done, or a timer fires) and keeps one alarm there, replacing the
+    one before; nothing else wakes it.  A wake-up at any other time (:meth:`_pump` called
+    spuriously) finds nothing to release and recomputes the same alarm, which keeps its place
+    in the event order: the run does not depend on when, or whether, a timer that does not fire
+    would have fired (the retransmission timeout's value, for instance)."""
 
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
@@ -603,32 +624,34 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         self.model = FastLdcpSenderModel(cfg)
         self.length = spec.size_bytes or cfg.max_message
         self.cycle = 0
-        self.wake_at = None
+        self.alarm = Alarm(self.sim, self._pump)
         self.waiting = False
         self.rtos = 0
         self.below_one = False
 
     def start(self) -> None:
         self.model.start_message(self._cycle(), self.length)
-        self._pump()
+        self._pump(True)
 
-    def _pump(self) -> None:
-        if self.sim.now == self.wake_at:
-            self.wake_at = None
+    def _pump(self, fresh: bool = False) -> None:
+        """Release the packet the model offers now, if the NIC has room, and set the alarm at
+        the model's next wake-up.  ``fresh``: after an input, the alarm is set anew even at the
+        same time (its place among same-time events then does not depend on an alarm from
+        before the input, which may have been a timer's that will not fire)."""
         m = self.model
         if m.stats.rtos != self.rtos:
             self.net.counters["timeouts"] += m.stats.rtos - self.rtos
             self.rtos = m.stats.rtos
-        if m.done:
-            return
         stop = self.spec.stop_ps
-        if stop is not None and self.sim.now >= stop:
+        if m.done or (stop is not None and self.sim.now >= stop):
+            self.alarm.cancel()
             return
         nic = self.host.nic
+        if self.waiting:
+            return
         if nic.data_backlog() >= 2:
-            if not self.waiting:
-                self.waiting = True
-                nic.waiters.append(self._drained)
+            self.waiting = True
+            nic.waiters.append(self._drained)
             return
         cycle = self._cycle()
         p = m.release(cycle)
@@ -637,18 +660,20 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
             self.transmit(Packet(DATA, f.flow_id, f.src, f.dst, p.lsn, p.length,
                                  Ecn.ECT0 if p.ect else Ecn.NOT_ECT, retx=p.retx, last=p.last,
                                  payload=p.length))
-            self._wake(cycle + 1, self._pump)
-            return
         w = m.next_wakeup()
-        if w is not None:
-            self._wake(max(w, cycle + 1), self._pump)
+        t = self._time(None if w is None else max(w, cycle + 1))
+        if fresh or p is not None:
+            self.alarm.set(t)
+        else:
+            self.alarm.keep(t)
 
     def _drained(self) -> None:
         self.waiting = False
-        self._pump()
+        self._pump(True)
 
     def window_packets(self) -> float:
-        """The window engine's ``cw`` in packets (sampled for tracked flows)."""
+        """The window engine's ``cw`` in packets now (sampled for tracked flows)."""
+        self.model.advance(self._cycle())
         return self.model.cw / CW_ONE
 
     def _note_sub1(self) -> None:
@@ -660,7 +685,7 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         if pkt.kind not in (ACK, NAK):
             return
         self.model.on_ack(self._cycle(), TAck(pkt.seq, pkt.ece, pkt.count, pkt.kind == NAK))
-        self._pump()
+        self._pump(True)
         self._note_sub1()
 
 
@@ -670,7 +695,7 @@ class LdcpReceiverEndpoint(_Endpoint, _CycleClock):
         cfg = _ldcp_transport(net.params, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps)
         self.model = FastLdcpReceiverModel(cfg)
         self.cycle = 0
-        self.wake_at = None
+        self.alarm = Alarm(self.sim, self._poll)
         self.delivered_bytes = 0
         self.done_ps = None
 
@@ -694,13 +719,10 @@ class LdcpReceiverEndpoint(_Endpoint, _CycleClock):
         for a in acks:
             self.host.nic.send(control(NAK if a.nak else ACK, f.flow_id, f.dst, f.src, a.lsn,
                                        ece=a.ece, count=a.n))
-        w = self.model.next_wakeup()
-        if w is not None:
-            self._wake(w, self._poll)
+        self.alarm.keep(self._time(self.model.next_wakeup()))
 
     def _poll(self) -> None:
-        if self.sim.now == self.wake_at:
-            self.wake_at = None
+        """The delayed-ACK flush timer's wake-up."""
         self._send(self.model.poll(self._cycle()))
 
 
