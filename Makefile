@@ -19,7 +19,8 @@ help:
 	@echo "make test-long  the whole suite with soak-sized random runs (CC_LONG=1)"
 	@echo "make test-fast  the suite without the cocotb/Verilator tests"
 	@echo "make verilog  export every top to gateware/build/ and lint it with verilator -Wall"
-	@echo "make synth    Yosys + nextpnr (ECP5) for every top; report in docs/synthesis.md"
+	@echo "make synth    Yosys + nextpnr (ECP5, Nexus) for every top whose Verilog changed, in"
+	@echo "             parallel; report in docs/synthesis.md"
 	@echo "make lint     ruff on the Python, plus the Verilog lint"
 	@echo "make clean    remove build outputs (keeps the virtual environment)"
 
@@ -51,7 +52,7 @@ verilog: $(STAMP)
 	$(PY) -m gateware verilog
 
 synth: $(STAMP)
-	$(PY) -m gateware synth
+	$(PY) -m gateware synth --write-docs
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

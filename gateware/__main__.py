@@ -22,6 +22,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m gateware", description=__doc__)
     parser.add_argument("command", choices=["verilog", "synth"])
     parser.add_argument("tops", nargs="*", help=f"default: all of {', '.join(TOPS)}")
+    synth = parser.add_argument_group("synth")
+    synth.add_argument("--write-docs", action="store_true",
+                       help="merge the results into docs/synthesis.json and .md")
+    synth.add_argument("--jobs", type=int, default=None, help="parallel jobs (default: cores)")
+    synth.add_argument("--force", action="store_true", help="redo tops whose Verilog is unchanged")
+    synth.add_argument("--family", action="append", choices=["ecp5", "nexus"],
+                       help="FPGA family (repeatable; default: all)")
     args = parser.parse_args(argv)
     names = args.tops or list(TOPS)
     unknown = [n for n in names if n not in TOPS]
@@ -31,8 +38,14 @@ def main(argv=None):
         print(f"Exporting {len(names)} hardware top(s) to Verilog and linting (verilator -Wall):")
         cmd_verilog(names)
     else:
-        from .synth import synth_all
-        synth_all(names)
+        from .synth import SynthError, synth_all
+        try:
+            failed = synth_all(names, families=args.family, jobs=args.jobs, force=args.force,
+                               write_docs=args.write_docs)
+        except SynthError as exc:
+            print(f"synth: {exc}", file=sys.stderr)
+            return 1
+        return 1 if failed else 0
     return 0
 
 
