@@ -17,7 +17,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
 from hw.lib.crc import icrc_processor
-from hw.nic.cnp_config import CnpGenConfig, CnpReg
+from hw.nic.cnp_config import CSR_ADDR_WIDTH, CnpGenConfig, CnpReg
 from hw.nic.cnp_gen import CnpGenerator
 from hw.params import ConfigError
 from sim.models.cnp import CnpModel, CnpRequest, frame_beats, ipv4_checksum, pack_request
@@ -163,7 +163,7 @@ def run_rtl(cfg: CnpGenConfig, items, seed: int, ready_p: float = 1.0):
                 port, bits = dut.request, pack_request(cfg, item)
             else:
                 port = dut.csr_w
-                bits = item[0] | (item[1] << 3)
+                bits = item[0] | (item[1] << CSR_ADDR_WIDTH)
             ctx.set(port.payload.as_value(), bits)
             ctx.set(port.valid, 1)
             await ctx.tick().until(port.ready)

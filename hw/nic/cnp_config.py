@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..lib.csr import Register, RegisterMap
 from ..params import BlockConfig, check_choice, check_int
 
 __all__ = ["CnpGenConfig", "CnpReg", "CNP_PAYLOAD_BYTES", "ROCEV2_PORT", "CNP_OPCODE",
@@ -23,12 +24,17 @@ __all__ = ["CnpGenConfig", "CnpReg", "CNP_PAYLOAD_BYTES", "ROCEV2_PORT", "CNP_OP
 ROCEV2_PORT = 4791
 CNP_OPCODE = 0x81
 CNP_PAYLOAD_BYTES = 16      #: reserved zero bytes after the BTH
-CSR_ADDR_WIDTH = 3
+#: word address width of the register port: registers at 0..5, the identification header
+#: (hw/lib/csr.py) at 0x10..0x13
+CSR_ADDR_WIDTH = 5
 CSR_DATA_WIDTH = 32
+#: block type in the header's ID register
+BLOCK_TYPE = "CNPG"
 
 
 class CnpReg(enum.IntEnum):
-    """Register map (word addresses, write-only through ``csr_w``; applied between frames)."""
+    """Register map (word addresses; written through ``csr_w`` between frames, read back
+    through ``csr_raddr``/``csr_rdata``)."""
     CNP_DSCP = 0        #: 6 bits
     CNP_ECN = 1         #: 2 bits
     CNP_802P_PRIO = 2   #: 3 bits
@@ -64,6 +70,19 @@ class CnpGenConfig(BlockConfig):
         check_int(self, "ttl", self.ttl, 1, 255)
         check_int(self, "pkey", self.pkey, 0, 0xFFFF)
 
+
+    def register_map(self, name: str = "cnp_gen") -> RegisterMap:
+        """The register map with this configuration's reset values: the one declaration the
+        RTL, the model, the docs and SystemRDL use."""
+        desc = {CnpReg.CNP_DSCP: "DSCP of the CNP", CnpReg.CNP_ECN: "ECN of the CNP",
+                CnpReg.CNP_802P_PRIO: "802.1p priority of the VLAN tag",
+                CnpReg.VLAN_ID: "VLAN ID of the tag", CnpReg.TTL: "IPv4 TTL / IPv6 hop limit",
+                CnpReg.PKEY: "BTH partition key"}
+        regs = tuple(Register.single(reg.name, REG_WIDTHS[reg], value, desc=desc[reg],
+                                     addr=reg)
+                     for reg, value in self.registers().items())
+        return RegisterMap(name, regs, BLOCK_TYPE, version=(1, 0),
+                           desc="RoCEv2 CNP frame generator")
 
     def registers(self) -> dict[CnpReg, int]:
         """Reset values of the registers (already in hardware units)."""

@@ -23,12 +23,12 @@ from ..layouts import (
 )
 from ..lib.checksum import ones_sum
 from ..lib.crc import icrc_processor
+from ..lib.csr import CsrBank
 from ..lib.frame import be_bytes, pack_fields
 from .cnp_config import (
     CNP_PAYLOAD_BYTES,
     CSR_ADDR_WIDTH,
     CSR_DATA_WIDTH,
-    REG_WIDTHS,
     CnpGenConfig,
     CnpReg,
     cnp_header_fields,
@@ -54,9 +54,12 @@ class CnpGenerator(wiring.Component):
         The frame, ``data_bytes`` bytes per beat, wire byte i of a beat in ``data[8i:8i+8]``;
         ``keep`` marks valid bytes (low ones) and ``last`` the final beat.  No FCS (the MAC
         appends it).
-    csr_w : In(stream(csr_write_layout(3, 32)))
+    csr_w : In(stream(csr_write_layout(5, 32)))
         Register writes (:class:`CnpReg`), taken only between frames (a write has priority
         over a waiting request, so that the request uses the new value).
+    csr_raddr : In(5), csr_rdata : Out(32)
+        Register reads, data one cycle after the address; the identification header (block
+        type ``CNPG``) at words 0x10..0x13, unmapped words read 0.
 
     Latency and throughput
     ----------------------
@@ -76,6 +79,8 @@ class CnpGenerator(wiring.Component):
             "request": In(stream.Signature(cnp_request_layout(config))),
             "frame": Out(stream.Signature(byte_beat_layout(config.data_bytes))),
             "csr_w": In(stream.Signature(csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH))),
+            "csr_raddr": In(CSR_ADDR_WIDTH),
+            "csr_rdata": Out(CSR_DATA_WIDTH),
         })
 
     def _ip_udp_bth(self, req, regs, cksum, masked: bool) -> list[Value]:
@@ -95,8 +100,9 @@ class CnpGenerator(wiring.Component):
         ethertype = 0x0800 if cfg.ip_version == 4 else 0x86DD
 
         # ---- registers (reset values from the configuration) -------------------------------
-        regs = {reg: Signal(REG_WIDTHS[reg], name=reg.name.lower(), init=value)
-                for reg, value in cfg.registers().items()}
+        # (declared once in CnpGenConfig.register_map)
+        bank = CsrBank(cfg.register_map())
+        regs = {reg: bank[reg.name] for reg in CnpReg}
 
         # ---- state --------------------------------------------------------------------------
         busy = Signal()
@@ -109,11 +115,9 @@ class CnpGenerator(wiring.Component):
 
         # ---- handshake conditions -----------------------------------------------------------
         m.d.comb += [
-            self.csr_w.ready.eq(~busy),
             self.request.ready.eq(~busy & ~self.csr_w.valid),
         ]
         req_accept = self.request.valid & self.request.ready
-        csr_accept = self.csr_w.valid & self.csr_w.ready
         beat_done = self.frame.valid & self.frame.ready
         last_beat = beat == cfg.beats - 1
 
@@ -177,8 +181,6 @@ class CnpGenerator(wiring.Component):
             with m.If(last_beat):
                 m.d.sync += busy.eq(0)
 
-        # ---- register writes --------------------------------------------------------------------
-        for reg, target in regs.items():
-            with m.If(csr_accept & (self.csr_w.payload.addr == reg)):
-                m.d.sync += target.eq(self.csr_w.payload.data[:len(target)])
+        # ---- register writes (between frames) -------------------------------------------------
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~busy)
         return m

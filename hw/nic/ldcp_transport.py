@@ -25,6 +25,7 @@ from ..layouts import (
     ldcp_tx_start_layout,
     ldcp_tx_state_layout,
 )
+from ..lib.csr import CsrBank
 from .ldcp_transport_config import (
     ACK_DELAY_WIDTH,
     IW_WIDTH,
@@ -32,7 +33,6 @@ from .ldcp_transport_config import (
     SETTLE_CYCLES,
     TX_CSR_ADDR_WIDTH,
     LdcpTransportConfig,
-    LdcpTransportReg,
 )
 from .ldcp_window import LdcpWindow
 from .ldcp_window_config import CW_WIDTH, FRAC_BITS, INFLIGHT_WIDTH, MTU_WIDTH, ONE, LdcpWindowReg
@@ -69,6 +69,9 @@ class LdcpSender(wiring.Component):
         engine (one cycle, or until its update in flight commits).
     csr_w : In(stream(csr_write_layout))
         :class:`LdcpTransportReg` writes; ready while no message is active.
+    csr_raddr : In(5), csr_rdata : Out(32)
+        Register reads, data one cycle after the address; the identification header (block
+        type ``LDTX``) at words 0x10..0x13, unmapped words read 0.
     state : Out(ldcp_tx_state_layout)
         Every state register and the last edge's event pulses (RTO, bad ACK, fast-start exit).
     cw : Out(32)
@@ -95,6 +98,8 @@ class LdcpSender(wiring.Component):
             "pkt": Out(stream.Signature(ldcp_tx_packet_layout(config))),
             "ack": In(stream.Signature(ldcp_tack_layout(config))),
             "csr_w": In(stream.Signature(csr_write_layout(TX_CSR_ADDR_WIDTH, 32))),
+            "csr_raddr": In(TX_CSR_ADDR_WIDTH),
+            "csr_rdata": Out(32),
             "state": Out(ldcp_tx_state_layout(config)),
             "cw": Out(CW_WIDTH),
             "tick": Out(1),
@@ -112,10 +117,11 @@ class LdcpSender(wiring.Component):
         m.submodules.window = eng = LdcpWindow(cfg.window)
 
         # ---- registers ---------------------------------------------------------------------
-        iw = Signal(IW_WIDTH, init=reset.iw)
+        # (declared once in LdcpTransportConfig.register_map; IW * MTU and RTO - 1 are derived
+        # registers, updated with the write strobes)
+        bank = CsrBank(cfg.register_map())
+        iw, cw_bdp = bank["IW"], bank["CW_BDP"]
         iw_bytes = Signal(IW_WIDTH + MTU_WIDTH, init=reset.iw_bytes)
-        cw_bdp = Signal(CW_WIDTH, init=reset.cw_bdp)
-        rto = Signal(RTO_WIDTH, init=reset.rto)
         st = self.state                      # the state registers are the output port
         m.d.comb += [self.cw.eq(eng.cw), self.tick.eq(eng.tick), self.busy.eq(eng.busy)]
 
@@ -156,13 +162,11 @@ class LdcpSender(wiring.Component):
         m.d.comb += [
             self.ack.ready.eq(~st.load_pending),
             self.start.ready.eq(~st.active & ~st.load_pending),
-            self.csr_w.ready.eq(~st.active),
         ]
         a = self.ack.payload
         ack_t = self.ack.valid & self.ack.ready
         pkt_t = self.pkt.valid & self.pkt.ready
         start_t = self.start.valid & self.start.ready
-        csr_t = self.csr_w.valid & self.csr_w.ready
         in_range = a.lsn <= st.snd_max
         valid = ack_t & st.active & in_range
         bad = ack_t & st.active & ~in_range
@@ -255,13 +259,12 @@ class LdcpSender(wiring.Component):
                          st.fs_acked.eq(0), st.rto_cnt.eq(0)]
 
         # ---- register writes (between messages) ------------------------------------------------
-        wa, wd = self.csr_w.payload.addr, self.csr_w.payload.data
-        with m.If(csr_t & (wa == LdcpTransportReg.IW)):
-            m.d.sync += [iw.eq(wd[:IW_WIDTH]), iw_bytes.eq(wd[:IW_WIDTH] * mtu)]
-        with m.If(csr_t & (wa == LdcpTransportReg.CW_BDP)):
-            m.d.sync += cw_bdp.eq(wd)
-        with m.If(csr_t & (wa == LdcpTransportReg.RTO)):
-            m.d.sync += [rto.eq(wd), rto_m1.eq(wd - 1)]
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~st.active)
+        wd = bank.wdata
+        with m.If(bank.wstb["IW"]):
+            m.d.sync += iw_bytes.eq(wd[:IW_WIDTH] * mtu)
+        with m.If(bank.wstb["RTO"]):
+            m.d.sync += rto_m1.eq(wd - 1)
         return m
 
 

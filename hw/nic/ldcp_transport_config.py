@@ -31,6 +31,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
+from ..lib.csr import Register, RegisterMap
 from ..params import (
     BlockConfig,
     ConfigError,
@@ -55,7 +56,11 @@ ACK_DELAY_WIDTH = 24
 #: which its send gate shows the loaded window (apply, product, ceiling: three edges).  The
 #: sender releases nothing in the stable stage during them.
 SETTLE_CYCLES = 3
-TX_CSR_ADDR_WIDTH = 2
+#: word address width of the sender's register port: registers at 0..2, the identification
+#: header (hw/lib/csr.py) at 0x10..0x13
+TX_CSR_ADDR_WIDTH = 5
+#: block type in the sender's header ID register
+BLOCK_TYPE = "LDTX"
 
 
 class LdcpTransportReg(enum.IntEnum):
@@ -173,6 +178,23 @@ class LdcpTransportConfig(BlockConfig):
         return bits_for(self.window.m)
 
     # -- the single user-unit -> hardware conversion -------------------------------------------
+    def register_map(self, name: str = "ldcp_tx") -> RegisterMap:
+        """The sender's register map (addresses of :class:`LdcpTransportReg`) with this
+        configuration's reset values: the one declaration the RTL, the model, the docs and
+        SystemRDL use."""
+        r = self.registers()
+        regs = (
+            Register.single("IW", IW_WIDTH, r.iw, desc="initial window, packets",
+                            addr=LdcpTransportReg.IW),
+            Register.single("CW_BDP", 32, r.cw_bdp, desc="window loaded at the second "
+                            "fast-start exit, UQ16.16 packets", addr=LdcpTransportReg.CW_BDP),
+            Register.single("RTO", RTO_WIDTH, r.rto % (1 << RTO_WIDTH),
+                            desc="retransmission timeout, cycles (0: 2**32)",
+                            addr=LdcpTransportReg.RTO),
+        )
+        return RegisterMap(name, regs, BLOCK_TYPE, version=(1, 0),
+                           desc="LDCP sender (one flow); writes apply between messages")
+
     def registers(self) -> LdcpTransportRegisters:
         w = self.window
         bdp = self.bdp_packets if self.bdp is None else self.bdp

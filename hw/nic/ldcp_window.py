@@ -22,6 +22,7 @@ from ..layouts import (
     ldcp_params_layout,
     ldcp_update_layout,
 )
+from ..lib.csr import CsrBank
 from .ldcp_window_config import (
     CSR_ADDR_WIDTH,
     CSR_DATA_WIDTH,
@@ -34,10 +35,8 @@ from .ldcp_window_config import (
     RECIP_BITS,
     RECIP_INDEX_BITS,
     RECIP_INTERP_BITS,
-    RTT_WIDTH,
     UPDATE_LATENCY,
     LdcpWindowConfig,
-    LdcpWindowReg,
     recip_table,
 )
 
@@ -322,6 +321,9 @@ class LdcpWindow(wiring.Component):
         Register writes (:class:`LdcpWindowReg`): the parameters, the RTT, the MTU, and a
         window load.  Accepted (``ready``) only while idle: not ``busy`` and no ACK offered;
         applied at the next edge, during which ACKs are coalesced but not issued.
+    csr_raddr : In(5), csr_rdata : Out(32)
+        Register reads (``CW`` reads the window), data one cycle after the address; the
+        identification header (block type ``LDWN``) at words 0x10..0x13, unmapped words read 0.
 
     Back-to-back ACKs
     -----------------
@@ -357,20 +359,22 @@ class LdcpWindow(wiring.Component):
             "upd": Out(ldcp_update_layout(config)),
             "busy": Out(1),
             "csr_w": In(stream.Signature(csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH))),
+            "csr_raddr": In(CSR_ADDR_WIDTH),
+            "csr_rdata": Out(CSR_DATA_WIDTH),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        reset = cfg.registers()
         NW = cfg.event_n_width
 
-        # ---- run-time registers (reset values from the configuration) ----------------------
-        params = Signal(ldcp_params_layout(), init={
-            "alpha": reset.alpha, "beta": reset.beta, "gamma": reset.gamma,
-            "cw_max": reset.cw_max})
-        rtt = Signal(RTT_WIDTH, init=reset.rtt)
-        mtu = Signal(MTU_WIDTH, init=reset.mtu)
+        # ---- run-time registers (declared once in LdcpWindowConfig.register_map; the window
+        # register is the cw output, loaded through its write strobe with a clamp) ------------
+        bank = CsrBank(cfg.register_map(), external={"CW": self.cw})
+        params = Signal(ldcp_params_layout())
+        m.d.comb += [params.alpha.eq(bank["ALPHA"]), params.beta.eq(bank["BETA"]),
+                     params.gamma.eq(bank["GAMMA"]), params.cw_max.eq(bank["CW_MAX"])]
+        rtt, mtu = bank["RTT"], bank["MTU"]
 
         # ---- state (the window, the timer's release and pulse are the output registers) --------
         cw = self.cw
@@ -399,16 +403,12 @@ class LdcpWindow(wiring.Component):
         marked = counted & self.ack.payload.ece
         ev_m = Mux(marked, pend_m + pend_u + n_ack, pend_m)[:NW]
         ev_u = Mux(marked, 0, Mux(counted, pend_u + n_ack, pend_u))[:NW]
-        # a register write is taken into csr_q and applied at the next edge; meanwhile no
-        # update is issued (so the write is never raced by the window it changes)
-        csr_q_valid = Signal()
-        csr_q = Signal(csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH))
+        # a register write is taken while idle and applied at the next edge (bank.applying);
+        # meanwhile no update is issued (so the write is never raced by the window it changes)
         csr_q_lo = Signal()       # data < gamma (window load clamp, compared on the way in)
         csr_q_hi = Signal()       # data > cw_max
-        busy = (busy_left != 0) | (pend_m != 0) | (pend_u != 0) | csr_q_valid
-        m.d.comb += self.csr_w.ready.eq(~busy & ~self.ack.valid)
-        csr_accept = self.csr_w.valid & self.csr_w.ready
-        free = (busy_left <= 1) & ~csr_q_valid   # nothing in flight, or it commits at this edge
+        busy = (busy_left != 0) | (pend_m != 0) | (pend_u != 0) | bank.applying
+        free = (busy_left <= 1) & ~bank.applying   # nothing in flight, or it commits now
         issue = free & ((ev_m != 0) | (ev_u != 0))
 
         # ---- issue, coalesce, commit --------------------------------------------------------
@@ -420,21 +420,12 @@ class LdcpWindow(wiring.Component):
 
         # ---- register writes (only while idle, so never together with a commit) -------------
         wdata = self.csr_w.payload.data
-        m.d.sync += [
-            csr_q_valid.eq(csr_accept),
-            csr_q.eq(self.csr_w.payload),
-            csr_q_lo.eq(wdata < params.gamma),
-            csr_q_hi.eq(wdata > params.cw_max),
-        ]
-        wdata, waddr = csr_q.data, csr_q.addr
-        writable = {LdcpWindowReg.ALPHA: params.alpha, LdcpWindowReg.BETA: params.beta,
-                    LdcpWindowReg.GAMMA: params.gamma, LdcpWindowReg.CW_MAX: params.cw_max,
-                    LdcpWindowReg.RTT: rtt, LdcpWindowReg.MTU: mtu}
-        for reg, target in writable.items():
-            with m.If(csr_q_valid & (waddr == reg)):
-                m.d.sync += target.eq(wdata[:len(target)])
-        with m.If(csr_q_valid & (waddr == LdcpWindowReg.CW)):
-            m.d.sync += cw.eq(Mux(csr_q_lo, params.gamma, Mux(csr_q_hi, params.cw_max, wdata)))
+        m.d.sync += [csr_q_lo.eq(wdata < params.gamma), csr_q_hi.eq(wdata > params.cw_max)]
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata,
+                   idle=~busy & ~self.ack.valid, delay=1)
+        with m.If(bank.wstb["CW"]):
+            m.d.sync += cw.eq(Mux(csr_q_lo, params.gamma, Mux(csr_q_hi, params.cw_max,
+                                                                bank.wdata)))
         with m.If(issue):
             m.d.sync += [pend_m.eq(0), pend_u.eq(0), busy_left.eq(self.LATENCY)]
         with m.Else():

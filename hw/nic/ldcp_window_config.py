@@ -27,6 +27,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..lib.csr import Register, RegisterMap
 from ..params import (
     BlockConfig,
     bits_for,
@@ -73,8 +74,12 @@ RECIP_INDEX_BITS = 8
 RECIP_INTERP_BITS = 10
 RECIP_BITS = 18
 
-CSR_ADDR_WIDTH = 3
+#: word address width of the register port: registers at 0..6, the identification header
+#: (hw/lib/csr.py) at 0x10..0x13
+CSR_ADDR_WIDTH = 5
 CSR_DATA_WIDTH = 32
+#: block type in the header's ID register
+BLOCK_TYPE = "LDWN"
 
 
 class LdcpWindowReg(enum.IntEnum):
@@ -214,6 +219,25 @@ class LdcpWindowConfig(BlockConfig):
         }
 
     # -- the single user-unit -> hardware conversion ---------------------------------------------
+    def register_map(self, name: str = "ldcp_window") -> RegisterMap:
+        """The register map (addresses of :class:`LdcpWindowReg`) with this configuration's
+        reset values: the one declaration the RTL, the model, the docs and SystemRDL use."""
+        r = self.registers()
+        one = [
+            ("ALPHA", 17, r.alpha, "PAWA additive increase alpha, UQ1.16"),
+            ("BETA", 17, r.beta, "PAWA multiplicative decrease beta, UQ1.16"),
+            ("GAMMA", 17, r.gamma, "sub-1 step and window floor gamma, UQ1.16"),
+            ("CW_MAX", CW_WIDTH, r.cw_max, "window ceiling, UQ16.16 packets"),
+            ("RTT", RTT_WIDTH, r.rtt, "base RTT, cycles"),
+            ("MTU", MTU_WIDTH, r.mtu, "bytes"),
+            ("CW", CW_WIDTH, r.cw_init, "the window, UQ16.16 packets; a write loads it, "
+             "clamped to [GAMMA, CW_MAX]"),
+        ]
+        regs = tuple(Register.single(n, w, v, desc=d, addr=LdcpWindowReg[n])
+                     for n, w, v, d in one)
+        return RegisterMap(name, regs, BLOCK_TYPE, version=(1, 0), data_width=CSR_DATA_WIDTH,
+                           desc="LDCP window engine (one flow)")
+
     def registers(self) -> LdcpWindowRegisters:
         """Fixed-point values: alpha, beta, gamma UQ1.16 rounded to nearest; cw_max UQ16.16
         rounded down; cw_init UQ16.16 rounded to nearest (at most cw_max); RTT in cycles

@@ -19,7 +19,6 @@ from hw.layouts import (
 )
 from hw.nic.cnp_config import (
     CNP_PAYLOAD_BYTES,
-    REG_WIDTHS,
     CnpGenConfig,
     CnpReg,
     cnp_header_fields,
@@ -52,10 +51,17 @@ class CnpModel:
     def __init__(self, cfg: CnpGenConfig):
         self.cfg = cfg
         self.regs = dict(cfg.registers())
+        # the register file of the map declared once in CnpGenConfig.register_map
+        self.csr = cfg.register_map().model()
 
     def write(self, addr: int, value: int) -> None:
-        if addr in REG_WIDTHS:
-            self.regs[CnpReg(addr)] = value & ((1 << REG_WIDTHS[CnpReg(addr)]) - 1)
+        hit = self.csr.write(addr, value)
+        if hit is not None:
+            self.regs[CnpReg[hit[0].name]] = self.csr[hit[0].name]
+
+    def read(self, addr: int) -> int:
+        """The word the RTL reads back at ``addr`` (0 where nothing is mapped)."""
+        return self.csr.read(addr)
 
     def ip_udp_bth(self, req: CnpRequest, masked: bool) -> bytes:
         """IP header .. reserved payload; ``masked``: the ICRC's view (variant fields = ones)."""

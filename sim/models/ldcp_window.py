@@ -34,15 +34,12 @@ from dataclasses import dataclass
 from hw.layouts import LdcpDecRule, LdcpIncRule, ldcp_ack_layout, ldcp_update_layout
 from hw.nic.ldcp_window_config import (
     FRAC_BITS,
-    MTU_WIDTH,
     ONE,
     RECIP_BITS,
     RECIP_INDEX_BITS,
     RECIP_INTERP_BITS,
-    RTT_WIDTH,
     UPDATE_LATENCY,
     LdcpWindowConfig,
-    LdcpWindowReg,
     LdcpWindowRegisters,
     recip_table,
 )
@@ -181,6 +178,7 @@ class LdcpWindowModel:
     def __init__(self, cfg: LdcpWindowConfig):
         self.cfg = cfg
         self.regs = cfg.registers()
+        self._csr = None
         r = self.regs
         self.cw = r.cw_init
         self.pend_m = 0
@@ -259,15 +257,29 @@ class LdcpWindowModel:
                 self.in_flight = None
         self.cycle += 1
 
+    def _register_file(self):
+        # the map declared once in LdcpWindowConfig.register_map; values read from the model
+        if self._csr is None:
+            live = {"CW": lambda: self.cw}
+            for name in ("ALPHA", "BETA", "GAMMA", "CW_MAX", "RTT", "MTU"):
+                live[name] = (lambda n: lambda: getattr(self.regs, n))(name.lower())
+            self._csr = self.cfg.register_map().model(live)
+        return self._csr
+
     def _write(self, addr: int, value: int) -> None:
-        field = {LdcpWindowReg.ALPHA: ("alpha", 17), LdcpWindowReg.BETA: ("beta", 17),
-                 LdcpWindowReg.GAMMA: ("gamma", 17), LdcpWindowReg.CW_MAX: ("cw_max", 32),
-                 LdcpWindowReg.RTT: ("rtt", RTT_WIDTH), LdcpWindowReg.MTU: ("mtu", MTU_WIDTH)}
-        if addr in field:
-            name, width = field[addr]
-            self.regs = dataclasses.replace(self.regs, **{name: value & ((1 << width) - 1)})
-        elif addr == LdcpWindowReg.CW:
-            self.cw = min(max(value, self.regs.gamma), self.regs.cw_max)
+        csr = self._register_file()
+        hit = csr.write(addr, value)
+        if hit is None:
+            return
+        name = hit[0].name
+        if name == "CW":
+            self.cw = min(max(csr[name], self.regs.gamma), self.regs.cw_max)
+        else:
+            self.regs = dataclasses.replace(self.regs, **{name.lower(): csr[name]})
+
+    def read(self, addr: int) -> int:
+        """The word the RTL reads back at ``addr`` (0 where nothing is mapped)."""
+        return self._register_file().read(addr)
 
     @property
     def idle(self) -> bool:
