@@ -100,7 +100,7 @@ class FlowDatapath:
 
     @property
     def rate_width(self) -> int:
-        return data.Layout.cast(self.state_layout).members[self.rate_field].width
+        return self.state_layout[self.rate_field].width
 
     @property
     def regs_layout(self) -> data.StructLayout:

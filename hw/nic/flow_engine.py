@@ -1,0 +1,405 @@
+"""The multi-flow reaction-point engine: per-flow state in block RAM, one event per clock.
+
+:class:`FlowEngine` wraps any datapath of :mod:`hw.nic.flow_datapath` (DCQCN, QCN, the toy) with
+a flow table in ``amaranth.lib.memory``, an arbiter, a read -> modify -> write-back pipeline that
+forwards in-flight state (back-to-back events of the same flow, no stall), per-flow control
+operations, the run-time register file generated from the datapath's register list, a timer
+service (timing wheel of deadlines) and two output streams.  docs/flow-engine.md has the
+diagram, the rules and the measured figures.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..layouts.common import csr_write_layout
+from ..lib.arith import named_wire
+from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
+from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH, CSR_DATA_WIDTH, FlowEngineConfig
+
+__all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "engine_layouts",
+           "late_bucket", "PIPE_DEPTH"]
+
+
+class Src:
+    """Event sources inside the pipeline: the datapath's three kinds, plus control operations."""
+    TX, CN, TIMER, CTL = 0, 1, 2, 3
+
+
+#: Read-only counters, in address order from COUNTER_BASE (32 bits, saturating).
+COUNTERS = ["ev_tx", "ev_cn", "ev_timer", "ev_ctl", "expiries", "late_sum", "late_max",
+            "disabled", "stale_pops", "wheel_ins"]
+#: The wheel's statistics, readable after the histogram.
+WHEEL_STATS = ["occupancy", "max_occupancy", "max_displacement", "overflow", "overflow_count"]
+#: Lateness histogram buckets (cycles): [lo, hi] inclusive; counters late_h0 ... late_h7 follow.
+LATE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 63), (64, 255), (256, None)]
+#: Pipeline stages after issue (read, modify, write-back): an event accepted at cycle c writes
+#: back at c + 3 and its output is on ``rate``/``rd`` from c + 4.
+PIPE_DEPTH = 3
+
+
+def late_bucket(late: int) -> int:
+    """The histogram bucket of a lateness (cycles)."""
+    for i, (_, hi) in enumerate(LATE_BUCKETS):
+        if hi is None or late <= hi:
+            return i
+    raise AssertionError
+
+
+def engine_layouts(cfg: FlowEngineConfig, dp: FlowDatapath) -> dict:
+    """The port and storage layouts of an engine (shared by the RTL, the model and the tests)."""
+    W, FW = cfg.time_width, cfg.flow_width
+    fields = list(data.Layout.cast(dp.state_layout))
+    value_width = max(f.width for _, f in fields)
+    field_width = max(1, (len(fields) - 1).bit_length())
+    word = data.StructLayout({"algo": dp.state_layout, "en": 1, "q_valid": 1, "q_gen": 2,
+                              "q_dl": W})
+    return {
+        "word": word,
+        "tx": data.StructLayout({"flow": FW, "bytes": dp.tx_bytes_width}),
+        "cn": data.StructLayout({"flow": FW, "cn": dp.cn_layout}),
+        "ctl": data.StructLayout({"flow": FW, "op": CtlOp, "field": field_width,
+                                  "value": value_width}),
+        "rate": data.StructLayout({"flow": FW, "rate": dp.rate_width}),
+        "rd": data.StructLayout({"flow": FW, "word": word}),
+        "fields": [name for name, _ in fields],
+    }
+
+
+class FlowEngine(wiring.Component):
+    """Multi-flow reaction-point engine around a datapath.
+
+    Parameters: ``config`` (:class:`FlowEngineConfig`), ``datapath`` (a :class:`FlowDatapath`
+    built with ``time_width = config.time_width``), ``wheel`` (optional factory
+    ``wheel(config) -> component`` of the timer service; default the project's TimerWheel).
+
+    Ports:
+      tx (in stream {flow, bytes}), cn (in stream {flow, cn}), ctl (in stream {flow, op, field,
+      value}), csr_w (in stream {addr, data}) + csr_raddr / csr_rdata (data one cycle later);
+      rate (out stream {flow, rate}: every change of a flow's rate), rd (out stream {flow,
+      word}: READ responses, the whole state word); ready (init sweep done); now (cycle count).
+
+    Latency: an event accepted at cycle c produces its ``rate``/``rd`` output at c + 4 (valid on
+    the output stream that cycle if the FIFO was empty).  Throughput: one event per clock,
+    same flow or not, as long as the outputs are drained (credits: an event is issued only if
+    the output FIFOs have room for everything in flight).
+    """
+
+    def __init__(self, config: FlowEngineConfig, datapath: FlowDatapath, wheel=None):
+        assert datapath.time_width == config.time_width, "datapath built for another time_width"
+        self.config = config
+        self.dp = datapath
+        self._wheel_factory = wheel
+        self.layouts = lay = engine_layouts(config, datapath)
+        super().__init__({
+            "tx": In(stream.Signature(lay["tx"])),
+            "cn": In(stream.Signature(lay["cn"])),
+            "ctl": In(stream.Signature(lay["ctl"])),
+            "csr_w": In(stream.Signature(csr_write_layout(CSR_ADDR_WIDTH, CSR_DATA_WIDTH))),
+            "csr_raddr": In(CSR_ADDR_WIDTH),
+            "csr_rdata": Out(CSR_DATA_WIDTH),
+            "rate": Out(stream.Signature(lay["rate"])),
+            "rd": Out(stream.Signature(lay["rd"])),
+            "ready": Out(1),
+            "now": Out(config.time_width),
+        })
+
+    def _make_wheel(self):
+        if self._wheel_factory is not None:
+            return self._wheel_factory(self.config.wheel_config())
+        from .timer_wheel import TimerWheel
+        return TimerWheel(self.config.wheel_config())
+
+    def elaborate(self, platform):
+        cfg, dp, lay = self.config, self.dp, self.layouts
+        m = Module()
+        W, N = cfg.time_width, cfg.n_flows
+        AW = cfg.addr_width
+        word_lay = lay["word"]
+        D = cfg.out_fifo_depth
+
+        now = Signal(W)
+        m.d.sync += now.eq(now + 1)
+        m.d.comb += self.now.eq(now)
+
+        # -- run-time registers ------------------------------------------------------------
+        regs = Signal(dp.regs_layout, init=dp.regs_reset())
+
+        # -- flow table --------------------------------------------------------------------
+        m.submodules.table = table = Memory(shape=word_lay, depth=N, init=[])
+        rport = table.read_port()
+        wport = table.write_port()
+
+        # -- timer wheel -------------------------------------------------------------------
+        m.submodules.wheel = wheel = self._make_wheel()
+        m.d.comb += wheel.now.eq(now)
+        wheel_ready = getattr(wheel, "ready", Const(1))
+
+        # -- output FIFOs --------------------------------------------------------------------
+        m.submodules.rate_fifo = rate_fifo = SyncFIFO(width=lay["rate"].size, depth=D)
+        m.submodules.rd_fifo = rd_fifo = SyncFIFO(width=lay["rd"].size, depth=D)
+        m.d.comb += [
+            self.rate.valid.eq(rate_fifo.r_rdy), self.rate.payload.eq(rate_fifo.r_data),
+            rate_fifo.r_en.eq(self.rate.ready),
+            self.rd.valid.eq(rd_fifo.r_rdy), self.rd.payload.eq(rd_fifo.r_data),
+            rd_fifo.r_en.eq(self.rd.ready),
+        ]
+
+        # -- init sweep: clear the table after reset ------------------------------------------
+        sweep = Signal(range(N + 1))
+        swept = Signal()
+        m.d.comb += swept.eq(sweep == N)
+        with m.If(~swept):
+            m.d.sync += sweep.eq(sweep + 1)
+        ready = named_wire(m, "ready_i", swept & wheel_ready)
+        m.d.comb += self.ready.eq(ready)
+
+        # -- pipeline registers ----------------------------------------------------------------
+        ev_lay = data.StructLayout({
+            "flow": cfg.flow_width, "src": 2, "bytes": dp.tx_bytes_width, "cn": dp.cn_layout,
+            "op": CtlOp, "field": lay["ctl"].members["field"],
+            "value": lay["ctl"].members["value"], "gen": 2})
+
+        def stage(name):
+            return (Signal(name=f"{name}_valid"), Signal(ev_lay, name=f"{name}_ev"),
+                    Signal(W, name=f"{name}_t"))
+
+        s1_valid, s1_ev, s1_t = stage("s1")
+        s2_valid, s2_ev, s2_t = stage("s2")
+        s3_valid, s3_ev, s3_t = stage("s3")
+
+        # -- arbiter (stage 0): timer pop > ctl > cn > tx ---------------------------------------
+        inflight = s1_valid + s2_valid + s3_valid
+
+        def is_read(valid, ev):
+            return valid & (ev.src == Src.CTL) & (ev.op == CtlOp.READ)
+
+        rd_inflight = is_read(s1_valid, s1_ev) + is_read(s2_valid, s2_ev) + is_read(s3_valid,
+                                                                                      s3_ev)
+        rate_ok = named_wire(m, "rate_ok", rate_fifo.level + inflight < D)
+        rd_ok = named_wire(m, "rd_ok", rd_fifo.level + rd_inflight < D)
+        go = named_wire(m, "go", ready & ~self.csr_w.valid & rate_ok)
+        # a READ needs room on rd; without it the ctl stream waits and cn/tx may go
+        ctl_ok = named_wire(m, "ctl_ok", ~self.ctl.valid | (self.ctl.payload.op != CtlOp.READ)
+                            | rd_ok)
+        pop = wheel.pop
+        take_pop = named_wire(m, "take_pop", go & pop.valid)
+        take_ctl = named_wire(m, "take_ctl", go & ~pop.valid & self.ctl.valid & ctl_ok)
+        take_cn = named_wire(m, "take_cn", go & ~pop.valid & ~(self.ctl.valid & ctl_ok)
+                             & self.cn.valid)
+        take_tx = named_wire(m, "take_tx", go & ~pop.valid & ~(self.ctl.valid & ctl_ok)
+                             & ~self.cn.valid & self.tx.valid)
+        m.d.comb += [
+            pop.ready.eq(go),
+            self.ctl.ready.eq(go & ~pop.valid & ctl_ok),
+            self.cn.ready.eq(go & ~pop.valid & ~(self.ctl.valid & ctl_ok)),
+            self.tx.ready.eq(go & ~pop.valid & ~(self.ctl.valid & ctl_ok) & ~self.cn.valid),
+        ]
+        issue = Signal(ev_lay)
+        with m.If(take_pop):
+            m.d.comb += [issue.src.eq(Src.TIMER), issue.flow.eq(pop.payload.flow),
+                         issue.gen.eq(pop.payload.gen)]
+        with m.Elif(take_ctl):
+            c = self.ctl.payload
+            m.d.comb += [issue.src.eq(Src.CTL), issue.flow.eq(c.flow), issue.op.eq(c.op),
+                         issue.field.eq(c.field), issue.value.eq(c.value)]
+        with m.Elif(take_cn):
+            m.d.comb += [issue.src.eq(Src.CN), issue.flow.eq(self.cn.payload.flow),
+                         issue.cn.eq(self.cn.payload.cn)]
+        with m.Else():
+            m.d.comb += [issue.src.eq(Src.TX), issue.flow.eq(self.tx.payload.flow),
+                         issue.bytes.eq(self.tx.payload.bytes)]
+        took = take_pop | take_ctl | take_cn | take_tx
+        m.d.sync += [s1_valid.eq(took), s1_ev.eq(issue), s1_t.eq(now)]
+        m.d.comb += rport.addr.eq(issue.flow[:AW] if AW else 0)
+
+        # -- register writes: only with the pipeline empty (every event sees one instant) ------
+        m.d.comb += self.csr_w.ready.eq(ready & ~s1_valid & ~s2_valid & ~s3_valid)
+        with m.If(self.csr_w.valid & self.csr_w.ready):
+            with m.Switch(self.csr_w.payload.addr):
+                for i, (name, width, _) in enumerate(dp.regs):
+                    with m.Case(i):
+                        m.d.sync += regs[name].eq(self.csr_w.payload.data[:width])
+
+        # -- stage 1: RAM read; forwarding selects computed here, a stage early -----------------
+        s4_valid, s5_valid, s6_valid = Signal(), Signal(), Signal()
+        s4_flow, s5_flow, s6_flow = (Signal(cfg.flow_width, name=f"s{i}_flow") for i in (4, 5, 6))
+        s4_word, s5_word, s6_word = (Signal(word_lay, name=f"s{i}_word") for i in (4, 5, 6))
+        s2_rdata = Signal(word_lay)
+        f3, f4, f5 = Signal(), Signal(), Signal()
+        m.d.sync += [
+            s2_valid.eq(s1_valid), s2_ev.eq(s1_ev), s2_t.eq(s1_t), s2_rdata.eq(rport.data),
+            # the event in stage k now is in stage k + 1 when this one modifies
+            f3.eq(s2_valid & (s2_ev.flow == s1_ev.flow)),
+            f4.eq(s3_valid & (s3_ev.flow == s1_ev.flow)),
+            f5.eq(s4_valid & (s4_flow == s1_ev.flow)),
+        ]
+        pre_now = dp.pre(m, kind=s1_ev.src, tx_bytes=s1_ev.bytes, cn=s1_ev.cn, t=s1_t, regs=regs)
+        pre = {}
+        for name, value in pre_now.items():
+            reg = Signal.like(value, name=f"pre_{name}") if isinstance(value, Signal) else \
+                Signal(value.shape(), name=f"pre_{name}")
+            m.d.sync += reg.eq(value)
+            pre[name] = reg
+
+        # -- stage 2: modify (the one-cycle state loop) -------------------------------------------
+        s3_algo = Signal(dp.state_layout)
+        s3_en = Signal()
+        st = Signal(dp.state_layout)
+        en_in = Signal()
+        with m.If(f3):
+            m.d.comb += [st.eq(s3_algo), en_in.eq(s3_en)]
+        with m.Elif(f4):
+            m.d.comb += [st.eq(s4_word.algo), en_in.eq(s4_word.en)]
+        with m.Elif(f5):
+            m.d.comb += [st.eq(s5_word.algo), en_in.eq(s5_word.en)]
+        with m.Else():
+            m.d.comb += [st.eq(s2_rdata.algo), en_in.eq(s2_rdata.en)]
+        kind = Signal(EventKind)
+        m.d.comb += kind.eq(Mux(s2_ev.src == Src.CTL, EventKind.TIMER, s2_ev.src))
+        out = dp.build(m, state=st, kind=kind, tx_bytes=s2_ev.bytes, cn=s2_ev.cn, t=s2_t,
+                       regs=regs, pre=pre)
+
+        init = Signal(dp.state_layout)
+        for name, value in dp.init_state(regs).items():
+            m.d.comb += init[name].eq(value)
+        written = Signal(dp.state_layout)
+        m.d.comb += written.eq(st)
+        with m.Switch(s2_ev.field):
+            for i, name in enumerate(lay["fields"]):
+                with m.Case(i):
+                    m.d.comb += written[name].eq(s2_ev.value)
+
+        is_ctl = s2_ev.src == Src.CTL
+        applied = named_wire(m, "applied", s2_valid & ~is_ctl & en_in)
+        algo_next = Signal(dp.state_layout)
+        en_next = Signal()
+        m.d.comb += [algo_next.eq(st), en_next.eq(en_in)]
+        with m.If(is_ctl):
+            with m.Switch(s2_ev.op):
+                with m.Case(CtlOp.START):
+                    m.d.comb += [algo_next.eq(init), en_next.eq(1)]
+                with m.Case(CtlOp.RESET):
+                    m.d.comb += algo_next.eq(init)
+                with m.Case(CtlOp.STOP):
+                    m.d.comb += en_next.eq(0)
+                with m.Case(CtlOp.WRITE):
+                    m.d.comb += algo_next.eq(written)
+        with m.Elif(en_in):
+            m.d.comb += algo_next.eq(out.next_state)
+
+        s3_old_rate = Signal(dp.rate_width)
+        s3_wake_valid, s3_wake = Signal(), Signal(W)
+        s3_expired, s3_late, s3_applied = Signal(), Signal(W), Signal()
+        s3_rdata_q = Signal(word_lay)
+        g4, g5, g6 = Signal(), Signal(), Signal()
+        m.d.sync += [
+            s3_valid.eq(s2_valid), s3_ev.eq(s2_ev), s3_t.eq(s2_t),
+            s3_algo.eq(algo_next), s3_en.eq(en_next),
+            s3_old_rate.eq(st[dp.rate_field]),
+            s3_wake_valid.eq(applied & out.wake_valid), s3_wake.eq(out.wake),
+            s3_expired.eq(applied & out.expired), s3_late.eq(out.late), s3_applied.eq(applied),
+            s3_rdata_q.eq(s2_rdata),
+            g4.eq(s3_valid & (s3_ev.flow == s2_ev.flow)),
+            g5.eq(s4_valid & (s4_flow == s2_ev.flow)),
+            g6.eq(s5_valid & (s5_flow == s2_ev.flow)),
+        ]
+
+        # -- stage 3: write-back, wheel bookkeeping (its own one-cycle loop), outputs -----------
+        q_in = Signal(word_lay)
+        with m.If(g4):
+            m.d.comb += q_in.eq(s4_word)
+        with m.Elif(g5):
+            m.d.comb += q_in.eq(s5_word)
+        with m.Elif(g6):
+            m.d.comb += q_in.eq(s6_word)
+        with m.Else():
+            m.d.comb += q_in.eq(s3_rdata_q)
+        is_pop = s3_ev.src == Src.TIMER
+        own_pop = named_wire(m, "own_pop", is_pop & q_in.q_valid & (q_in.q_gen == s3_ev.gen))
+        q_valid1 = q_in.q_valid & ~own_pop
+        force = named_wire(m, "force", (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.WRITE))
+        wake = named_wire(m, "wake", Mux(force, s3_t, s3_wake))
+        earlier = ~time_le(q_in.q_dl, wake, W)
+        ins = named_wire(m, "ins", s3_valid & (force | (s3_wake_valid & (~q_valid1 | earlier))))
+        word_w = Signal(word_lay)
+        m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en)]
+        with m.If(ins):
+            m.d.comb += [word_w.q_valid.eq(1), word_w.q_gen.eq(q_in.q_gen + 1),
+                         word_w.q_dl.eq(wake)]
+        with m.Else():
+            m.d.comb += [word_w.q_valid.eq(q_valid1), word_w.q_gen.eq(q_in.q_gen),
+                         word_w.q_dl.eq(q_in.q_dl)]
+        m.d.comb += [
+            wheel.ins.valid.eq(ins),
+            wheel.ins.payload.flow.eq(s3_ev.flow),
+            wheel.ins.payload.gen.eq(word_w.q_gen),
+            wheel.ins.payload.deadline.eq(wake),
+        ]
+        with m.If(swept):
+            m.d.comb += [wport.addr.eq(s3_ev.flow[:AW] if AW else 0), wport.data.eq(word_w),
+                         wport.en.eq(s3_valid)]
+        with m.Else():
+            m.d.comb += [wport.addr.eq(sweep[:AW] if AW else 0), wport.data.eq(0),
+                         wport.en.eq(1)]
+        m.d.sync += [
+            s4_valid.eq(s3_valid), s4_flow.eq(s3_ev.flow), s4_word.eq(word_w),
+            s5_valid.eq(s4_valid), s5_flow.eq(s4_flow), s5_word.eq(s4_word),
+            s6_valid.eq(s5_valid), s6_flow.eq(s5_flow), s6_word.eq(s5_word),
+        ]
+        new_rate = s3_algo[dp.rate_field]
+        rate_out = Signal(lay["rate"])
+        rd_out = Signal(lay["rd"])
+        m.d.comb += [
+            rate_out.flow.eq(s3_ev.flow), rate_out.rate.eq(new_rate),
+            rate_fifo.w_data.eq(rate_out), rate_fifo.w_en.eq(s3_valid & (new_rate != s3_old_rate)),
+            rd_out.flow.eq(s3_ev.flow), rd_out.word.eq(word_w),
+            rd_fifo.w_data.eq(rd_out),
+            rd_fifo.w_en.eq(s3_valid & (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.READ)),
+        ]
+
+        # -- counters ---------------------------------------------------------------------------
+        top = (1 << CSR_DATA_WIDTH) - 1
+        cnt = {name: Signal(CSR_DATA_WIDTH, name=f"cnt_{name}") for name in COUNTERS}
+        hist = [Signal(CSR_DATA_WIDTH, name=f"cnt_late_h{i}") for i in range(len(LATE_BUCKETS))]
+
+        def bump(sig, cond):
+            with m.If(cond & (sig != top)):
+                m.d.sync += sig.eq(sig + 1)
+
+        bump(cnt["ev_tx"], s3_valid & (s3_ev.src == Src.TX))
+        bump(cnt["ev_cn"], s3_valid & (s3_ev.src == Src.CN))
+        bump(cnt["ev_timer"], s3_valid & is_pop)
+        bump(cnt["ev_ctl"], s3_valid & (s3_ev.src == Src.CTL))
+        bump(cnt["expiries"], s3_expired)
+        bump(cnt["disabled"], s3_valid & (s3_ev.src != Src.CTL) & ~s3_applied)
+        bump(cnt["stale_pops"], s3_valid & is_pop & ~own_pop)
+        bump(cnt["wheel_ins"], ins)
+        late = s3_late
+        with m.If(s3_expired):
+            total = cnt["late_sum"] + late
+            m.d.sync += cnt["late_sum"].eq(Mux(total > top, top, total))
+            with m.If(late > cnt["late_max"]):
+                m.d.sync += cnt["late_max"].eq(late)
+        for i, (lo, hi) in enumerate(LATE_BUCKETS):
+            in_bucket = (late >= lo) if hi is None else ((late >= lo) & (late <= hi))
+            bump(hist[i], s3_expired & in_bucket)
+
+        readable = [(i, regs[name]) for i, (name, _, _) in enumerate(dp.regs)]
+        readable += [(COUNTER_BASE + i, cnt[name]) for i, name in enumerate(COUNTERS)]
+        base = COUNTER_BASE + len(COUNTERS)
+        readable += [(base + i, h) for i, h in enumerate(hist)]
+        base += len(hist)
+        for i, name in enumerate(WHEEL_STATS):
+            readable.append((base + i, getattr(wheel, name)))
+        with m.Switch(self.csr_raddr):
+            for addr, sig in readable:
+                with m.Case(addr):
+                    m.d.sync += self.csr_rdata.eq(sig)
+            with m.Default():
+                m.d.sync += self.csr_rdata.eq(0)
+        return m

@@ -1,0 +1,86 @@
+"""Configuration of the multi-flow reaction-point engine (:mod:`hw.nic.flow_engine`).
+
+The engine holds the state of ``n_flows`` flows in block RAM and applies one event per clock to
+it through an algorithm's datapath (:mod:`hw.nic.flow_datapath`); timers are per-flow deadlines
+of ``time_width`` bits serviced by a timing wheel of ``wheel_slots`` one-cycle slots whose
+horizon is ``wheel_horizon`` cycles.  The algorithm's own knobs belong to its datapath (and its
+configuration); this one sizes the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..params import BlockConfig, ConfigError, check_int
+from .timer_wheel_config import TimerWheelConfig
+
+__all__ = ["FlowEngineConfig", "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH", "COUNTER_BASE"]
+
+#: Register-file address and data widths (the project's csr_w / csr_raddr convention).
+CSR_ADDR_WIDTH = 8
+CSR_DATA_WIDTH = 32
+#: Read-only counters start at this address; run-time registers are at 0 ... len(regs) - 1.
+COUNTER_BASE = 0x80
+
+
+@dataclass(frozen=True)
+class FlowEngineConfig(BlockConfig):
+    """Engine sizing.
+
+    n_flows: flows in the table, a power of two 1 ... 65536;
+    time_width: W, bits of the cycle counter and of every deadline (wrap-safe compares need every
+      armed deadline within 2**(W-2) of now: the wheel horizon and the datapath's periods must
+      stay below that);
+    clk_hz: the clock (156.25 MHz, the 10GbE MAC clock of a 64-bit datapath);
+    wheel_horizon / wheel_slots: the timer wheel (horizon in cycles; slots a power of two);
+    out_fifo_depth: depth of the ``rate`` and ``rd`` output FIFOs (>= 5: three events in
+      flight, one entry written last cycle and one for the event issued now, so a depth of 5
+      sustains one event per clock while the consumer takes one output per clock);
+    wheel_entries_per_flow: wheel capacity reserved per flow (the wheel's capacity rule
+      ``wheel_slots >= wheel_horizon + n_flows x wheel_entries_per_flow + 32`` is checked).
+    """
+
+    n_flows: int = 1024
+    time_width: int = 26
+    clk_hz: int = 156_250_000
+    wheel_horizon: int = 32768
+    wheel_slots: int = 65536
+    out_fifo_depth: int = 8
+    wheel_entries_per_flow: int = 2
+
+    def __post_init__(self):
+        check_int(self, "n_flows", self.n_flows, 1, 65536)
+        if self.n_flows & (self.n_flows - 1):
+            raise ConfigError(self, "n_flows", self.n_flows, "a power of two 1 ... 65536")
+        check_int(self, "time_width", self.time_width, 8, 40)
+        check_int(self, "clk_hz", self.clk_hz, 1_000_000, 1_000_000_000)
+        check_int(self, "wheel_horizon", self.wheel_horizon, 4, (1 << (self.time_width - 2)) - 1,
+                  hi_name="2**(time_width - 2) - 1")
+        check_int(self, "wheel_slots", self.wheel_slots, 8, 1 << 20)
+        if self.wheel_slots & (self.wheel_slots - 1):
+            raise ConfigError(self, "wheel_slots", self.wheel_slots,
+                              "a power of two 8 ... 2**20")
+        check_int(self, "out_fifo_depth", self.out_fifo_depth, 5, 64)
+        check_int(self, "wheel_entries_per_flow", self.wheel_entries_per_flow, 1, 16)
+        wheel = self.wheel_config()     # validates the wheel's sizing (capacity rule included)
+        if self.wheel_entries_per_flow * self.n_flows > wheel.max_entries:
+            raise ConfigError(self, "wheel_slots", self.wheel_slots, "enough slots")
+
+    def wheel_config(self) -> TimerWheelConfig:
+        """The timer wheel of this engine: entries {flow, gen (2 bits)}, at most
+        ``wheel_entries_per_flow`` per flow (one live entry plus the stale ones a flow leaves
+        behind when its wake moves earlier or a WRITE re-evaluates it)."""
+        return TimerWheelConfig(slots=self.wheel_slots, horizon=self.wheel_horizon,
+                                max_entries=self.wheel_entries_per_flow * self.n_flows,
+                                flow_bits=self.flow_width, gen_bits=2,
+                                time_width=self.time_width)
+
+    @property
+    def flow_width(self) -> int:
+        """Bits of a flow number on the ports (at least 1)."""
+        return max(1, (self.n_flows - 1).bit_length())
+
+    @property
+    def addr_width(self) -> int:
+        """Bits of a flow-table address (0 for a single flow)."""
+        return (self.n_flows - 1).bit_length()
