@@ -1,11 +1,12 @@
-"""``python -m gateware verilog|synth [TOP ...]``: export + lint, or synthesize for the ECP5."""
+"""``python -m gateware verilog|regs|synth [TOP ...]``: export + lint (and the register
+descriptions), the register descriptions alone, or synthesize for the ECP5."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .export import BUILD, export_component, lint
+from .export import BUILD, export_component, export_registers, lint, register_map
 from .tops import TOPS
 
 
@@ -16,11 +17,25 @@ def cmd_verilog(names):
         lint(path, name)
         print(f"  {name:<14} {path.relative_to(BUILD.parent.parent)}  lint -Wall: clean"
               f"   ({top.description})")
+        cmd_regs([name], quiet=True)
+
+
+def cmd_regs(names, quiet=False):
+    """SystemRDL, C header, HTML and IP-XACT of each top with registers."""
+    for name in names:
+        regmap = register_map(TOPS[name])
+        if regmap is None:
+            if not quiet:
+                print(f"  {name:<14} (no registers)")
+            continue
+        paths = export_registers(regmap, BUILD / name)
+        print(f"  {name:<14} registers: "
+              + ", ".join(p.name for k, p in paths.items() if k != "md"))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m gateware", description=__doc__)
-    parser.add_argument("command", choices=["verilog", "synth"])
+    parser.add_argument("command", choices=["verilog", "regs", "synth"])
     parser.add_argument("tops", nargs="*", help=f"default: all of {', '.join(TOPS)}")
     synth = parser.add_argument_group("synth")
     synth.add_argument("--write-docs", action="store_true",
@@ -37,6 +52,9 @@ def main(argv=None):
     if args.command == "verilog":
         print(f"Exporting {len(names)} hardware top(s) to Verilog and linting (verilator -Wall):")
         cmd_verilog(names)
+    elif args.command == "regs":
+        print(f"Register descriptions of {len(names)} top(s) (SystemRDL + PeakRDL):")
+        cmd_regs(names)
     else:
         from .synth import SynthError, synth_all
         try:

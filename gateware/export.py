@@ -60,3 +60,34 @@ def lint(path: Path, top: str) -> str:
     if proc.returncode != 0 or "%Warning" in output or "%Error" in output:
         raise RuntimeError(f"verilator -Wall on {path}:\n{output}")
     return output
+
+
+def register_map(top):
+    """The register map of a top (``None`` for a block without registers), named after it."""
+    make = getattr(top.config, "register_map", None)
+    return make(top.name) if make is not None else None
+
+
+def export_registers(regmap, out_dir: Path) -> dict[str, Path]:
+    """Write the map's SystemRDL (``<name>.rdl``) and, from it with PeakRDL, the C header
+    (``<name>.h``), HTML register documentation (``<name>_regs_html/``) and IP-XACT
+    (``<name>.xml``) into ``out_dir``; also the Markdown table (``<name>_regs.md``)."""
+    from peakrdl_cheader.exporter import CHeaderExporter
+    from peakrdl_html import HTMLExporter
+    from peakrdl_ipxact import IPXACTExporter
+    from systemrdl import RDLCompiler
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = regmap.name
+    paths = {"rdl": out_dir / f"{name}.rdl", "h": out_dir / f"{name}.h",
+             "html": out_dir / f"{name}_regs_html", "xml": out_dir / f"{name}.xml",
+             "md": out_dir / f"{name}_regs.md"}
+    _write_if_changed(paths["rdl"], regmap.systemrdl())
+    _write_if_changed(paths["md"], regmap.markdown())
+    rdlc = RDLCompiler()
+    rdlc.compile_file(str(paths["rdl"]))
+    root = rdlc.elaborate(top_def_name=name)
+    CHeaderExporter().export(root.top, str(paths["h"]))
+    HTMLExporter().export(root.top, str(paths["html"]))
+    IPXACTExporter().export(root.top, str(paths["xml"]))
+    return paths
