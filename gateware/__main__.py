@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .export import BUILD, export_component, export_registers, lint, register_map
+from .export import (
+    BUILD,
+    export_component,
+    export_registers,
+    lint,
+    register_map,
+    update_doc_tables,
+)
 from .tops import TOPS
 
 
@@ -37,6 +44,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m gateware", description=__doc__)
     parser.add_argument("command", choices=["verilog", "regs", "synth"])
     parser.add_argument("tops", nargs="*", help=f"default: all of {', '.join(TOPS)}")
+    parser.add_argument("--docs", action="store_true",
+                        help="regs: also rewrite the register tables in docs/*.md")
     synth = parser.add_argument_group("synth")
     synth.add_argument("--write-docs", action="store_true",
                        help="merge the results into docs/synthesis.json and .md")
@@ -44,7 +53,7 @@ def main(argv=None):
     synth.add_argument("--force", action="store_true", help="redo tops whose Verilog is unchanged")
     synth.add_argument("--family", action="append", choices=["ecp5", "nexus"],
                        help="FPGA family (repeatable; default: all)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)   # (options may follow the top names)
     names = args.tops or list(TOPS)
     unknown = [n for n in names if n not in TOPS]
     if unknown:
@@ -55,6 +64,9 @@ def main(argv=None):
     elif args.command == "regs":
         print(f"Register descriptions of {len(names)} top(s) (SystemRDL + PeakRDL):")
         cmd_regs(names)
+        if args.docs:
+            for path in update_doc_tables():
+                print(f"  rewrote the register tables of {path.name}")
     else:
         from .synth import SynthError, synth_all
         try:

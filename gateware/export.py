@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -91,3 +92,29 @@ def export_registers(regmap, out_dir: Path) -> dict[str, Path]:
     HTMLExporter().export(root.top, str(paths["html"]))
     IPXACTExporter().export(root.top, str(paths["xml"]))
     return paths
+
+
+_DOC_TABLE = re.compile(r"(<!-- registers: (\w+) .*?-->\n)(.*?)(<!-- /registers -->)", re.S)
+
+
+def doc_register_tables(text: str) -> str:
+    """``text`` with every generated register table (between ``<!-- registers: TOP ... -->``
+    and ``<!-- /registers -->``) rewritten from the top's register map."""
+    from .tops import TOPS
+
+    def table(match):
+        regmap = register_map(TOPS[match.group(2)])
+        return match.group(1) + regmap.markdown() + match.group(4)
+    return _DOC_TABLE.sub(table, text)
+
+
+def update_doc_tables(docs: Path = ROOT / "docs") -> list[Path]:
+    """Rewrite the generated register tables of the documentation; returns the changed files."""
+    changed = []
+    for path in sorted(docs.glob("*.md")):
+        text = path.read_text()
+        new = doc_register_tables(text)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed

@@ -64,3 +64,16 @@ def test_c_header_matches(top, tmp_path):
         stride = (1 << regmap.flow_shift) * 4
         assert f"FLOW[{regmap.flows}]" in paths["h"].read_text()
         assert stride == 16
+
+
+def test_doc_tables_current():
+    """The register tables in docs/ are the generated ones (``python -m gateware regs --docs``
+    rewrites them)."""
+    from gateware.export import ROOT, doc_register_tables
+    tables = 0
+    for path in sorted((ROOT / "docs").glob("*.md")):
+        text = path.read_text()
+        tables += text.count("<!-- registers: ")
+        assert doc_register_tables(text) == text, f"{path.name}: run python -m gateware regs " \
+            "--docs"
+    assert tables >= 4
