@@ -23,11 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hw.layouts import LayoutCodec, qcn_cp_decision_layout, qcn_cp_frame_layout
+from hw.nic.qcn_rp_config import MDF_FRAC, STAGE_MAX
 from hw.switch.qcn_cp_config import QNTZ_MAX, QOFF_UNIT_SHIFT, QcnCpConfig
 
 __all__ = ["CpFrame", "CpDecision", "CpModel", "CpCodec", "saturate_i16", "QcnCnm", "QcnTx",
            "QcnRpState",
-           "QcnRpCodec", "QcnRpModel"]
+           "QcnRpCodec", "QcnRpModel", "qcn_update", "RESTART", "RELOAD", "HOLD",
+           "qcn_regs", "qcn_deadline_update", "RELOAD_PAIRS"]
 
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
 
@@ -154,9 +156,73 @@ class QcnRpCodec:
         return QcnRpState(**self.st.unpack(bits))
 
 
+#: Timer actions of :func:`qcn_update` (``None``: keep; a running counter counts down).
+RESTART, RELOAD, HOLD = "restart", "reload", "hold"
+
+
+def _reload(lo, span, half: bool, r: int, draw_bits: int) -> int:
+    k = int(half)
+    return lo[k] + ((span[k] * r) >> draw_bits)
+
+
+def qcn_update(reg, s, fb: int | None, tx: int | None, t_due: bool, draw, draw_bits: int):
+    """One update of one QCN rate limiter (the rules of :class:`QcnRpModel`).
+
+    ``reg``: :class:`QcnRpRegisters` (or an object with its fields); ``s``: the state (the timer
+    itself is not read); ``fb``: a CNM's feedback (``None``: no CNM); ``tx``: a TX event's bytes
+    (``None``: none); ``t_due``: the timer expires in this update; ``draw()``: the next LFSR draw
+    (called at most once, only by a reload).
+
+    Returns ``(fields, t_act, action, guard)``: the new values of the non-timer fields, the
+    timer's action (``None``; ``HOLD``: a byte cycle took the update, the expiry waits one
+    cycle; ``(RESTART, period)`` from the event; ``(RELOAD, period)`` from the expiry), the rate
+    change (``"cut"``, ``"byte"``, ``"timer"`` or ``None``) and whether the TR guard fired.
+    """
+    F, D = reg.threshold, draw_bits
+    cr, tr, bc, b_stage, t_stage = s.cr, s.tr, s.bc, s.b_stage, s.t_stage
+    active, fresh = s.active, s.fresh
+    if fb is not None:                                  # CNM: cut
+        new = cr - ((cr * fb) >> reg.gd_shift)
+        new = max(new, (cr * reg.min_dec_fac) >> MDF_FRAC, reg.min_rate)
+        r = draw()
+        fields = {"cr": new, "tr": cr, "bc": _reload(reg.byte_lo, reg.byte_span, False, r, D),
+                  "b_stage": 0, "t_stage": 0, "active": 1, "fresh": 1}
+        return fields, (RESTART, _reload(reg.time_lo, reg.time_span, False, r, D)), "cut", False
+    action = t_act = None
+    if active and tx is not None and tx >= bc:          # byte cycle (the timer holds)
+        b_stage = min(b_stage + 1, STAGE_MAX)
+        bc = _reload(reg.byte_lo, reg.byte_span, b_stage >= F, draw(), D)
+        action, t_act = "byte", (HOLD if t_due else None)
+    else:
+        if active and tx is not None:
+            bc -= tx
+        if t_due:                                       # timer cycle
+            t_stage = min(t_stage + 1, STAGE_MAX)
+            t_act = (RELOAD, _reload(reg.time_lo, reg.time_span, t_stage >= F, draw(), D))
+            action = "timer"
+    guard = False
+    if action is not None:                              # increase
+        guard = bool(fresh and reg.tr_guard and tr > 10 * cr)
+        if guard:
+            tr >>= 3
+        fresh = 0
+        if b_stage <= F and t_stage <= F:
+            pass                                        # fast recovery: F cycles
+        elif b_stage > F and t_stage > F:
+            tr += (min(b_stage, t_stage) - F) * reg.hai_rate
+        else:
+            tr += reg.ai_rate
+        tr = min(tr, reg.line_rate)
+        cr = min((cr + tr) >> 1, reg.line_rate)
+    fields = {"cr": cr, "tr": tr, "bc": bc, "b_stage": b_stage, "t_stage": t_stage,
+              "active": active, "fresh": fresh}
+    return fields, t_act, action, guard
+
+
 class QcnRpModel:
     """Bit-exact QCN reaction point, one clock cycle per :meth:`step` (with an event) or per
-    idle cycle (:meth:`idle`).  Rules (``docs/qcn.md``, "Reaction point"):
+    idle cycle (:meth:`idle`); the update is :func:`qcn_update`.  Rules (``docs/qcn.md``,
+    "Reaction point"):
 
     - CNM(fb): ``TR = CR``; ``CR = max(CR - ((CR fb) >> gd), (CR mdf) >> 8, MinRate)``; stages 0;
       BC and timer reloaded (full) from one draw; active; fresh.
@@ -172,7 +238,6 @@ class QcnRpModel:
     """
 
     def __init__(self, cfg):
-        from hw.nic.qcn_rp_config import MDF_FRAC, STAGE_MAX
         self.cfg = cfg
         self.reg = cfg.registers()
         self.mdf_frac, self.stage_max = MDF_FRAC, STAGE_MAX
@@ -186,71 +251,35 @@ class QcnRpModel:
         self.lfsr, r = self.cfg.lfsr.draw(self.lfsr, self.cfg.draw_bits)
         return r
 
-    def _reload(self, lo, span, half: bool, r: int) -> int:
-        k = int(half)
-        return lo[k] + ((span[k] * r) >> self.cfg.draw_bits)
-
-    def _increase(self, action: str):
-        s, reg = self.state, self.reg
-        guard = bool(s.fresh and reg.tr_guard and s.tr > 10 * s.cr)
-        if guard:
-            s.tr >>= 3
-            self.guards += 1
-        s.fresh = 0
-        F = reg.threshold
-        if s.b_stage <= F and s.t_stage <= F:
-            pass                                        # fast recovery: F cycles
-        elif s.b_stage > F and s.t_stage > F:
-            s.tr += (min(s.b_stage, s.t_stage) - F) * reg.hai_rate
+    def _cycle(self, fb: int | None, tx: int | None) -> QcnRpState:
+        s = self.state
+        fields, t_act, action, guard = qcn_update(self.reg, s, fb, tx,
+                                                  bool(s.active) and s.t_cnt <= 1, self._draw,
+                                                  self.cfg.draw_bits)
+        if t_act is None:
+            t_cnt = s.t_cnt - 1 if s.active and s.t_cnt > 1 else s.t_cnt
         else:
-            s.tr += reg.ai_rate
-        s.tr = min(s.tr, reg.line_rate)
-        s.cr = min((s.cr + s.tr) >> 1, reg.line_rate)
-        self.log.append((self.cycle, action, None, s.b_stage, s.t_stage, guard))
-
-    def _cut(self, fb: int):
-        s, reg = self.state, self.reg
-        new = s.cr - ((s.cr * fb) >> reg.gd_shift)
-        new = max(new, (s.cr * reg.min_dec_fac) >> self.mdf_frac, reg.min_rate)
-        s.tr, s.cr = s.cr, new
-        s.b_stage = s.t_stage = 0
-        r = self._draw()
-        s.bc = self._reload(reg.byte_lo, reg.byte_span, False, r)
-        s.t_cnt = self._reload(reg.time_lo, reg.time_span, False, r)
-        s.active = s.fresh = 1
-        self.cuts += 1
-        self.log.append((self.cycle, "cut", fb, 0, 0, False))
-
-    def _timer_tick(self, blocked: bool):
-        s, reg = self.state, self.reg
-        if not s.active:
-            return
-        if s.t_cnt > 1:
-            s.t_cnt -= 1
-        elif not blocked:
-            s.t_stage = min(s.t_stage + 1, self.stage_max)
-            s.t_cnt = self._reload(reg.time_lo, reg.time_span, s.t_stage >= reg.threshold,
-                                   self._draw())
-            self.timer_cycles += 1
-            self._increase("timer")
-
-    def step(self, ev) -> QcnRpState:
-        s, reg = self.state, self.reg
-        if isinstance(ev, QcnCnm):
-            self._cut(ev.fb)
-        elif s.active and ev.nbytes >= s.bc:
-            s.b_stage = min(s.b_stage + 1, self.stage_max)
-            s.bc = self._reload(reg.byte_lo, reg.byte_span, s.b_stage >= reg.threshold,
-                                self._draw())
-            self.byte_cycles += 1
-            self._increase("byte")
-            self._timer_tick(blocked=True)
-        else:
-            if s.active:
-                s.bc -= ev.nbytes
-            self._timer_tick(blocked=False)
+            t_cnt = s.t_cnt if t_act == HOLD else t_act[1]
+        for name, value in fields.items():
+            setattr(s, name, value)
+        s.t_cnt = t_cnt
+        if action == "cut":
+            self.cuts += 1
+            self.log.append((self.cycle, "cut", fb, 0, 0, False))
+        elif action is not None:
+            if action == "byte":
+                self.byte_cycles += 1
+            else:
+                self.timer_cycles += 1
+            self.guards += guard
+            self.log.append((self.cycle, action, None, s.b_stage, s.t_stage, guard))
         self.cycle += 1
         return s
+
+    def step(self, ev) -> QcnRpState:
+        if isinstance(ev, QcnCnm):
+            return self._cycle(ev.fb, None)
+        return self._cycle(None, ev.nbytes)
 
     def idle(self, n: int) -> QcnRpState:
         """``n`` cycles without an event (skips straight to each timer expiry)."""
@@ -264,7 +293,60 @@ class QcnRpModel:
             self.cycle += k
             n -= k
             if n:
-                self._timer_tick(blocked=False)
-                self.cycle += 1
+                self._cycle(None, None)
                 n -= 1
         return s
+
+
+# -- the deadline form (multi-flow engine) ------------------------------------------------------
+
+def le_time(a: int, b: int, width: int) -> bool:
+    """Wrap-safe ``a <= b`` of ``width``-bit cycle stamps."""
+    return ((b - a) & ((1 << width) - 1)) < (1 << (width - 1))
+
+
+class _Fields(dict):
+    __getattr__ = dict.__getitem__
+
+
+#: The engine's run-time registers: the scalar fields of :class:`QcnRpRegisters`, with each
+#: (full, half) reload pair as two registers (``byte_lo`` and ``byte_lo_half``, ...).
+RELOAD_PAIRS = ("byte_lo", "byte_span", "time_lo", "time_span")
+
+
+def qcn_regs(values: dict) -> _Fields:
+    """The registers of :func:`qcn_update` from the engine's flat register dict."""
+    r = _Fields(values)
+    for name in RELOAD_PAIRS:
+        r[name] = (values[name], values[name + "_half"])
+    return r
+
+
+def qcn_deadline_update(regs, state: dict, kind: int, payload, t: int, width: int, draw,
+                        draw_bits: int):
+    """The deadline form of :func:`qcn_update` for the multi-flow engine.
+
+    ``regs``: :func:`qcn_regs` of the register values; ``state``: dict (the fields of
+    ``hw.nic.qcn_engine`` ``flow_state_layout``: the non-timer fields of :class:`QcnRpState`,
+    ``t_on`` and the W-bit deadline ``t_dl``); ``kind``: 0 TX (``payload`` bytes), 1 CN
+    (``payload`` = fb), 2 TIMER; ``draw()``: the engine-wide LFSR's next draw.  The timer is due
+    when armed with ``t_dl <= t``; a byte cycle holds a due expiry to ``t + 1``; a reload counts
+    from the old deadline, a restart (CNM) from ``t``.  Returns ``(next_state, wake, expired,
+    late)`` (expired: the expiry was applied or superseded by a CNM; a held one is not).
+    """
+    kind = getattr(kind, "value", kind)
+    mask = (1 << width) - 1
+    s = _Fields(state)
+    due = bool(s.t_on) and le_time(s.t_dl, t, width)
+    fields, act, _, _ = qcn_update(regs, s, payload if kind == 1 else None,
+                                   payload if kind == 0 else None, due, draw, draw_bits)
+    if act is None:
+        on, dl = s.t_on, s.t_dl
+    elif act == HOLD:
+        on, dl = 1, (t + 1) & mask
+    else:
+        on, dl = 1, ((s.t_dl if act[0] == RELOAD else t) + act[1]) & mask
+    fields["t_on"], fields["t_dl"] = on, dl
+    nxt = {name: fields[name] for name in state}
+    expired = due and act != HOLD
+    return nxt, (dl if on else None), expired, ((t - s.t_dl) & mask) if expired else 0
