@@ -142,7 +142,8 @@ class DcqcnDatapath(FlowDatapath):
         return {"t_T": (t + regs.t_cycles)[:W], "t_K": (t + regs.k_cycles)[:W],
                 "t_P": (t + regs.p_cycles)[:W], "t_P1": (t + regs.p_cycles + 1)[:W]}
 
-    def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre) -> DatapathOut:
+    def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
+              valid=None) -> DatapathOut:
         W, RW = self.time_width, self.config.rate_width
         s, r = state, regs
         n = Signal(self.state_layout, name="dcqcn_next")

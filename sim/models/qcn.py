@@ -26,10 +26,12 @@ from hw.layouts import LayoutCodec, qcn_cp_decision_layout, qcn_cp_frame_layout
 from hw.nic.qcn_rp_config import MDF_FRAC, STAGE_MAX
 from hw.switch.qcn_cp_config import QNTZ_MAX, QOFF_UNIT_SHIFT, QcnCpConfig
 
+from .flow_datapath import FlowDatapathModel, ModelOut
+
 __all__ = ["CpFrame", "CpDecision", "CpModel", "CpCodec", "saturate_i16", "QcnCnm", "QcnTx",
            "QcnRpState",
            "QcnRpCodec", "QcnRpModel", "qcn_update", "RESTART", "RELOAD", "HOLD",
-           "qcn_regs", "qcn_deadline_update", "RELOAD_PAIRS"]
+           "qcn_regs", "qcn_deadline_update", "RELOAD_PAIRS", "QcnDatapathModel"]
 
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
 
@@ -350,3 +352,28 @@ def qcn_deadline_update(regs, state: dict, kind: int, payload, t: int, width: in
     nxt = {name: fields[name] for name in state}
     expired = due and act != HOLD
     return nxt, (dl if on else None), expired, ((t - s.t_dl) & mask) if expired else 0
+
+
+class QcnDatapathModel(FlowDatapathModel):
+    """Model of :class:`hw.nic.qcn_engine.QcnDatapath` for
+    :class:`sim.models.flow_engine.FlowEngineModel`: :func:`qcn_deadline_update` with ONE LFSR
+    (the engine's) drawn in the order the updates are applied."""
+
+    def __init__(self, rtl):
+        super().__init__(rtl)
+        self.cfg = rtl.config
+        self.fields = [name for name, _ in rtl.state_layout]
+        self.lfsr = self.cfg.lfsr.seed
+
+    def _draw(self) -> int:
+        self.lfsr, r = self.cfg.lfsr.draw(self.lfsr, self.cfg.draw_bits)
+        return r
+
+    def init_state(self, regs: dict) -> dict:
+        state = dict.fromkeys(self.fields, 0)
+        state.update(cr=regs["line_rate"], tr=regs["line_rate"])
+        return state
+
+    def update(self, regs, state, kind, payload, t) -> ModelOut:
+        return ModelOut(*qcn_deadline_update(qcn_regs(regs), state, kind, payload, t,
+                                             self.time_width, self._draw, self.cfg.draw_bits))
