@@ -4,7 +4,7 @@
 
     python -m sim list                                   # bundled scenarios
     python -m sim run default [--algo ldcp,dctcp] [--out out] [--duration-us 500] [--seed 2]
-        [--tag seed2] [--quiet] [--no-plots]
+        [--tag seed2] [--quiet] [--no-plots] [--seeds 1..5 [--jobs 2]]
     python -m sim sweep default --param algo.ldcp.alpha=0.5,1.0 --param topology.senders=8,16 \\
         [--jobs 2]
     python -m sim bench [--senders 100,1000,10000]       # events/s and wall time (not a test)
@@ -114,14 +114,74 @@ def run_scenario(scn, quiet: bool = False) -> list:
     return runs
 
 
+def _seeds(text: str) -> list[int]:
+    """``1..5`` (inclusive) or ``1,4,9``."""
+    try:
+        if ".." in text:
+            a, b = text.split("..")
+            seeds = list(range(int(a), int(b) + 1))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected FIRST..LAST or a,b,c (integers)") from None
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError("at least one seed, none negative")
+    return seeds
+
+
+def _run_job(scenario: str, overrides: dict, algo: str):
+    return runner.run(config.load(scenario, overrides, [algo]), algo)
+
+
 def cmd_run(args) -> int:
     scn = config.load(args.scenario, _overrides(args), _algos(args.algo))
     runner.check(scn)
-    runs = run_scenario(scn, args.quiet)
-    folder, data = output.write_all(scn, runs, args.out, plots=not args.no_plots, tag=args.tag)
+    if not args.seeds:
+        runs = run_scenario(scn, args.quiet)
+        folder, data = output.write_all(scn, runs, args.out, plots=not args.no_plots,
+                                        tag=args.tag)
+        print(f"{scn.name}: {scn.description}".rstrip(": "))
+        print(output.table(data))
+        print(f"outputs: {folder}/")
+        return 0
+    # replications: every algorithm at every seed (the outputs of the first seed's runs, the
+    # spread of every metric over all of them)
+    path = str(config.find(args.scenario))
+    jobs = [(seed, algo) for seed in args.seeds for algo in scn.algorithms]
+    base = {**_overrides(args), **({"algorithms": list(scn.algorithms)})}
+    print(f"{scn.name}: {len(args.seeds)} seeds x {len(scn.algorithms)} algorithms = "
+          f"{len(jobs)} runs, {args.jobs} process(es)", file=sys.stderr)
+    runs: dict = {}
+    if args.jobs <= 1:
+        for seed, algo in jobs:
+            runs[seed, algo] = _run_job(path, {**base, "seed": seed}, algo)
+            if not args.quiet:
+                print(f"  seed {seed} {algo}: {runs[seed, algo].cpu_s:.1f} s CPU",
+                      file=sys.stderr)
+    else:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {job: pool.submit(_run_job, path, {**base, "seed": job[0]}, job[1])
+                       for job in jobs}
+            for job, future in futures.items():
+                runs[job] = future.result()
+                if not args.quiet:
+                    print(f"  seed {job[0]} {job[1]}: {runs[job].cpu_s:.1f} s CPU",
+                          file=sys.stderr)
+    per_seed = {}
+    for seed in args.seeds:
+        seed_scn = config.load(args.scenario, {**_overrides(args), "seed": seed},
+                               _algos(args.algo))
+        per_seed[seed] = output.summary(seed_scn, [runs[seed, a] for a in scn.algorithms])
+    reps = output.replications(per_seed)
+    first = config.load(args.scenario, {**_overrides(args), "seed": args.seeds[0]},
+                        _algos(args.algo))
+    folder, data = output.write_all(first, [runs[args.seeds[0], a] for a in scn.algorithms],
+                                    args.out, plots=not args.no_plots, tag=args.tag, reps=reps)
     print(f"{scn.name}: {scn.description}".rstrip(": "))
+    print(f"seed {args.seeds[0]}:")
     print(output.table(data))
-    print(f"outputs: {folder}/")
+    print(output.spread_table(reps))
+    print(f"outputs: {folder}/ (replications.csv: every metric by seed)")
     return 0
 
 
@@ -282,6 +342,10 @@ def main(argv=None) -> int:
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("--tag", default="", type=_tag,
                      help="output folder out/<scenario>-<tag> (to keep variants apart)")
+    run.add_argument("--seeds", type=_seeds,
+                     help="replications: run every algorithm at each seed (1..5 or 1,4,9) and "
+                     "print the mean and spread of every metric")
+    run.add_argument("--jobs", type=int, default=1, help="processes for --seeds (1)")
     sweep = sub.add_parser("sweep", help="run a parameter grid across local processes")
     common(sweep)
     sweep.add_argument("--param", action="append",

@@ -506,7 +506,9 @@ class QcnSenderEndpoint(_RateSender):
 
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
-        super().__init__(net, spec, host, qcn_model.QcnRpModel(net.params.rp(line)), line)
+        cfg = net.params.rp(line)
+        cfg = cfg.replace(lfsr=net.seeded(cfg.lfsr, "rp", spec.flow_id))
+        super().__init__(net, spec, host, qcn_model.QcnRpModel(cfg), line)
 
     def _rate(self) -> int:
         return self.rp.state.cr
@@ -538,10 +540,12 @@ def _no_marking(params, *, ports, mtu, buf_max, shared_buffer, sample_at):
 class LdcpParams:
     """LDCP (``ldcp.md``): PAWA ``alpha``/``beta``, sub-1 ``gamma``, receiver delayed-ACK limit
     ``m`` (1: an ACK per packet), window cap, the base RTT of the sub-1 timer and of the BDP
-    (``base_rtt_ns``), fast start's initial window ``iw`` (0: the BDP from the NIC's line rate),
-    the retransmission timeout (0: 8 base RTTs); switch marking: the WRED ramp
-    ``kmin/kmax/pmax`` for ECN-capable packets and the Not-ECT drop threshold ``k_bytes`` (fast
-    start's packets).  Defaults: a 100 Gb/s fabric with ~10 us RTT and 1 KB packets.
+    (``base_rtt_ns``; 0, the default: each flow's own, from its path as the topology knows it,
+    :meth:`sim.net.network.Network.base_rtt_ps`), fast start's initial window ``iw`` (0: the BDP
+    from the NIC's line rate and the base RTT), the retransmission timeout (0: 8 base RTTs);
+    switch marking: the WRED ramp ``kmin/kmax/pmax`` for ECN-capable packets and the Not-ECT
+    drop threshold ``k_bytes`` (fast start's packets).  Each flow's chosen base RTT, IW, BDP
+    and timeout are in its ``FlowRecord.settings``.
 
     ``k_bytes`` defaults to ``kmax_bytes``: a fast-start packet is dropped exactly when the queue
     is past the ramp, where every ECN-capable packet is marked anyway.  A K below the standing
@@ -554,7 +558,7 @@ class LdcpParams:
     gamma: float = 0.125
     m: int = 1
     cw_max: float = 1024.0
-    base_rtt_ns: int = 10_000
+    base_rtt_ns: int = 0
     iw: int = 0
     rto_ns: int = 0
     kmin_bytes: int = 20_000
@@ -563,7 +567,9 @@ class LdcpParams:
     k_bytes: int = 200_000
 
     def __post_init__(self):
-        check_int(self, "base_rtt_ns", self.base_rtt_ns, 4, 10**8)
+        check_int(self, "base_rtt_ns", self.base_rtt_ns, 0, 10**8)
+        if 0 < self.base_rtt_ns < 4:
+            check_int(self, "base_rtt_ns", self.base_rtt_ns, 4, 10**8)   # (0 or a clock cycle)
         check_int(self, "iw", self.iw, 0, 65535)
         check_int(self, "rto_ns", self.rto_ns, 0, 10**10)
         check_int(self, "kmin_bytes", self.kmin_bytes, 0, (1 << 24) - 1)
@@ -571,14 +577,17 @@ class LdcpParams:
                   lo_name="kmin_bytes + 1")
         check_real(self, "pmax", self.pmax, 0.0, 1.0)
         check_int(self, "k_bytes", self.k_bytes, 0, (1 << 24) - 1)
-        self.transport(100.0, 1024, 250_000_000)
+        self.transport(100.0, 1024, 250_000_000, 10_000_000)
 
-    def transport(self, line_rate_gbps: float, mtu: int, clk_hz: int):
+    def transport(self, line_rate_gbps: float, mtu: int, clk_hz: int, path_rtt_ps: int):
+        """The transport configuration of one flow (``path_rtt_ps``: its path's base RTT, used
+        when ``base_rtt_ns`` is 0)."""
         from hw.nic.ldcp_transport_config import LdcpTransportConfig
         from hw.nic.ldcp_window_config import LdcpWindowConfig
         window = LdcpWindowConfig(alpha=self.alpha, beta=self.beta, gamma=self.gamma, m=self.m,
                                   cw_max=self.cw_max, cw_init=min(16.0, self.cw_max),
-                                  rtt_us=self.base_rtt_ns / 1000, clk_hz=clk_hz, mtu=mtu)
+                                  rtt_us=(self.base_rtt_ns * 1000 or path_rtt_ps) / 10**6,
+                                  clk_hz=clk_hz, mtu=mtu)
         return LdcpTransportConfig(window=window, line_rate_gbps=line_rate_gbps,
                                    iw=self.iw or None,
                                    rto_us=self.rto_ns / 1000 if self.rto_ns else None,
@@ -586,10 +595,19 @@ class LdcpParams:
 
 
 @functools.cache
-def _ldcp_transport(params: LdcpParams, rate_bps: int, mtu: int, clk_hz: int):
-    """One validated transport configuration per (parameters, line rate), shared by every
-    sender and receiver of a run (thousands in an incast)."""
-    return params.transport(rate_bps / 1e9, mtu, clk_hz)
+def _ldcp_transport_cached(params: LdcpParams, rate_bps: int, mtu: int, clk_hz: int,
+                           path_rtt_ps: int):
+    """One validated transport configuration per (parameters, line rate, path RTT), shared by
+    every sender and receiver with those (thousands in an incast)."""
+    return params.transport(rate_bps / 1e9, mtu, clk_hz, path_rtt_ps)
+
+
+def _ldcp_transport(net, spec, host):
+    """The flow's transport configuration: its base RTT from its path unless the scenario sets
+    ``base_rtt_ns``."""
+    p = net.params
+    rtt = 0 if p.base_rtt_ns else net.base_rtt_ps(spec.src, spec.dst, spec.flow_id)
+    return _ldcp_transport_cached(p, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps, rtt)
 
 
 class _CycleClock:
@@ -620,7 +638,8 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
 
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        cfg = _ldcp_transport(net.params, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps)
+        cfg = _ldcp_transport(net, spec, host)
+        self.cfg = cfg
         self.model = FastLdcpSenderModel(cfg)
         self.length = spec.size_bytes or cfg.max_message
         self.cycle = 0
@@ -671,6 +690,15 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         self.waiting = False
         self._pump(True)
 
+    def settings(self) -> dict:
+        """The flow's base RTT and what derives from it (for its ``FlowRecord``)."""
+        cfg = self.cfg
+        r = cfg.registers()
+        return {"base_rtt_us": round(cfg.window.rtt_us, 4),
+                "rtt_cycles": cfg.window.registers().rtt, "iw_packets": r.iw,
+                "bdp_packets": round(r.cw_bdp / CW_ONE, 3),
+                "rto_us": round(r.rto / cfg.window.clk_hz * 1e6, 3)}
+
     def window_packets(self) -> float:
         """The window engine's ``cw`` in packets now (sampled for tracked flows)."""
         self.model.advance(self._cycle())
@@ -692,7 +720,7 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
 class LdcpReceiverEndpoint(_Endpoint, _CycleClock):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
-        cfg = _ldcp_transport(net.params, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps)
+        cfg = _ldcp_transport(net, spec, net.hosts[spec.src])
         self.model = FastLdcpReceiverModel(cfg)
         self.cycle = 0
         self.alarm = Alarm(self.sim, self._poll)

@@ -20,17 +20,31 @@ The narrow interface between a host and its congestion engine is documented in
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hw.layouts import DropReason, Ecn, QueueOp
+from hw.lfsr import LfsrParams
 from hw.params import ConfigError, check_bool, check_choice, check_int
 from sim.models.marker import Descriptor, MarkerModel
 from sim.models.qcn import CpFrame, CpModel
 
 from .engine import PS_PER_NS, PS_PER_US, Simulator, serialization_ps
-from .packet import CNM, CNP, DATA, PAUSE, PRIO_CONTROL, PRIO_DATA, PRIO_MAC, Packet, control
+from .packet import (
+    ACK,
+    CNM,
+    CNP,
+    CONTROL_BYTES,
+    DATA,
+    PAUSE,
+    PRIO_CONTROL,
+    PRIO_DATA,
+    PRIO_MAC,
+    Packet,
+    control,
+)
 
 # --------------------------------------------------------------------------------------------
 # Configuration
@@ -120,6 +134,9 @@ class FlowRecord:
     ideal_fct_ps: int | None        # see Network.ideal_fct_ps
     retransmitted_bytes: int
     stop_ps: int | None = None
+    #: the sender engine's per-flow settings where they depend on the flow (LDCP: the base RTT
+    #: taken from the path and what derives from it), else empty
+    settings: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -444,7 +461,9 @@ class Network:
                               f"a {self.algorithm.params_cls.__name__}")
         self.switch = switch or SwitchConfig()
         self.mtu = self.switch.mtu
+        check_int("Network", "seed", seed, 0, 2**63 - 1)
         self.seed, self.sample_ps, self.clk_ps = seed, sample_ps, clk_ps
+        self._ecmp_mix = self.draw("ecmp")
         self.sim = Simulator()
         self.nodes: list[Node] = []
         self.hosts: dict[int, Host] = {}
@@ -491,9 +510,24 @@ class Network:
             b.tor = a
         return pa, pb
 
+    # -- randomness --------------------------------------------------------------------------
+    def draw(self, *key) -> int:
+        """A 32-bit number fixed by the run's ``seed`` and ``key`` (what it seeds: a switch's
+        marker, a port's congestion point, a flow's reaction point, ECMP).  Every random source
+        of the network takes its seed from here, so the seed reproduces a run exactly and
+        another seed changes every draw."""
+        text = repr((self.seed,) + key).encode()
+        return int.from_bytes(hashlib.blake2b(text, digest_size=4).digest(), "little")
+
+    def seeded(self, lfsr: LfsrParams, *key) -> LfsrParams:
+        """``lfsr`` (polynomial kept) with its seed drawn for ``key`` (never the all-zero
+        state, where an LFSR stays)."""
+        seed = self.draw(*key) & ((1 << lfsr.width) - 1)
+        return LfsrParams(lfsr.width, lfsr.taps, seed or 1)
+
     def ecmp_hash(self, flow: int, reverse: bool, switch_id: int) -> int:
         x = (flow * 0x9E3779B1 + switch_id * 0x85EBCA77 + reverse * 0xC2B2AE3D
-             + self.switch.ecmp_seed) & 0xFFFFFFFF
+             + self.switch.ecmp_seed + self._ecmp_mix) & 0xFFFFFFFF
         x ^= x >> 15
         x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
         return x ^ (x >> 12)
@@ -536,16 +570,19 @@ class Network:
                                        + pfc.headroom_bytes * len(sw.ports), limit)
             else:
                 buf_max, shared = self.switch.queue_bytes, self.switch.buffer_bytes
-            sw.marker = MarkerModel(self.algorithm.marker_config(
+            mcfg = self.algorithm.marker_config(
                 self.params, ports=len(sw.ports), mtu=self.mtu, buf_max=buf_max,
-                shared_buffer=shared, sample_at=self.switch.marking_point))
+                shared_buffer=shared, sample_at=self.switch.marking_point)
+            # (one LFSR per marker, drawn for every descriptor of every port, as in the RTL)
+            sw.marker = MarkerModel(mcfg.replace(lfsr=self.seeded(mcfg.lfsr, "marker", sw.id)))
             sw.ingress_bytes = [0] * len(sw.ports)
             sw.pause_sent = [False] * len(sw.ports)
             sw.refresh_pending = [False] * len(sw.ports)
             for p in sw.ports:
                 p.marker = sw.marker
                 if cp_cfg is not None:
-                    p.cp = CpModel(cp_cfg)
+                    p.cp = CpModel(cp_cfg.replace(lfsr=self.seeded(cp_cfg.lfsr, "cp", sw.id,
+                                                                   p.index)))
             if pfc.enabled and pfc.watchdog_checks:
                 self.sim.at(pfc.watchdog_period_ps, sw.watchdog)
         self.l3qcn = self.algorithm.l3qcn(self.params)
@@ -626,9 +663,19 @@ class Network:
         return (sum(p.delay_ps + serialization_ps(first, p.rate_bps) for p in path)
                 - serialization_ps(first, rate) + serialization_ps(size, rate))
 
-    def _path(self, src: int, dst: int) -> list[EgressPort]:
+    def base_rtt_ps(self, src: int, dst: int, flow: int = 0) -> int:
+        """The round trip of flow ``flow`` on an empty network, as the topology knows it: the
+        propagation delay of every link of the data path and of the ACK path back, plus the
+        serialization of a full data packet at every hop there and of an ACK at every hop back
+        (the ECMP choices are the flow's own)."""
+        fwd = self._path(src, dst, flow)
+        back = self._path(dst, src, flow, ACK)
+        return (sum(p.delay_ps + serialization_ps(self.mtu, p.rate_bps) for p in fwd)
+                + sum(p.delay_ps + serialization_ps(CONTROL_BYTES, p.rate_bps) for p in back))
+
+    def _path(self, src: int, dst: int, flow: int = 0, kind: int = DATA) -> list[EgressPort]:
         self._finalize()
-        probe = Packet(DATA, 0, src, dst, 0, self.mtu)
+        probe = Packet(kind, flow, src, dst, 0, self.mtu)
         node = self.hosts[src]
         port = node.nic
         path = [port]
@@ -644,9 +691,10 @@ class Network:
             rx, tx = self.receiver(f.flow_id), self.sender(f.flow_id)
             ideal = None if f.size_bytes is None else self.ideal_fct_ps(f.src, f.dst,
                                                                         f.size_bytes)
+            settings = tx.settings() if hasattr(tx, "settings") else {}
             records.append(FlowRecord(f.flow_id, f.src, f.dst, f.tag, f.size_bytes, f.start_ps,
                                       rx.done_ps, rx.delivered_bytes, ideal, tx.retx_bytes,
-                                      f.stop_ps))
+                                      f.stop_ps, settings))
         counters = dict(self.counters)
         for k in ("marks", "drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
                   "timeouts", "retransmitted_packets", "watchdog_trips", "cnps_by_switch",

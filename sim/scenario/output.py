@@ -48,17 +48,21 @@ def _json_default(value):
     raise TypeError(type(value).__name__)
 
 
-def write_all(scn: Scenario, runs: list, out: Path, plots: bool = True, tag: str = ""
-              ) -> tuple[Path, dict]:
-    """Everything, in ``out/<scenario>`` (``out/<scenario>-<tag>`` with a tag)."""
+def write_all(scn: Scenario, runs: list, out: Path, plots: bool = True, tag: str = "",
+              reps: dict | None = None) -> tuple[Path, dict]:
+    """Everything, in ``out/<scenario>`` (``out/<scenario>-<tag>`` with a tag); with
+    replications (:func:`replications`), also ``replications.json/csv`` and the comparison
+    plot's bars become the mean over the seeds with their range."""
     folder = Path(out) / (f"{scn.name}-{tag}" if tag else scn.name)
     folder.mkdir(parents=True, exist_ok=True)
     data = summary(scn, runs)
     (folder / "summary.json").write_text(json.dumps(data, indent=1, default=_json_default))
     for run in runs:
         write_series(run, folder)
+    if reps is not None:
+        write_replications(folder, reps)
     if plots:
-        write_plots(scn, runs, data, folder)
+        write_plots(scn, runs, data, folder, reps)
     return folder, data
 
 
@@ -112,7 +116,8 @@ def _pyplot():
     return plt
 
 
-def write_plots(scn: Scenario, runs: list, data: dict, folder: Path) -> None:
+def write_plots(scn: Scenario, runs: list, data: dict, folder: Path,
+                reps: dict | None = None) -> None:
     plt = _pyplot()
     n = len(runs)
     fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.6), sharex=True, squeeze=False)
@@ -182,16 +187,27 @@ def write_plots(scn: Scenario, runs: list, data: dict, folder: Path) -> None:
     fig, axes = plt.subplots(2, 3, figsize=(10, 5.5))
     names = [r.algorithm for r in runs]
     for ax, (key, label) in zip(axes.flat, panels, strict=True):
-        values = [data["runs"][a]["metrics"]["headline"][key] for a in names]
+        if reps is None:
+            values = [data["runs"][a]["metrics"]["headline"][key] for a in names]
+            lo = hi = None
+        else:       # the mean over the seeds, the bar's whisker their range
+            st = [reps["runs"][a][f"metrics.headline.{key}"] for a in names]
+            values = [s["mean"] for s in st]
+            lo = [0 if s["mean"] is None else max(0.0, s["mean"] - s["min"]) for s in st]
+            hi = [0 if s["mean"] is None else max(0.0, s["max"] - s["mean"]) for s in st]
         heights = [0 if v is None else v for v in values]
-        ax.bar(names, heights, color=[f"C{i}" for i in range(len(names))])
+        ax.bar(names, heights, color=[f"C{i}" for i in range(len(names))],
+               yerr=None if lo is None else [lo, hi], capsize=3)
         for i, v in enumerate(values):
             ax.text(i, heights[i], "n/a" if v is None else f"{v:.3g}", ha="center",
                     va="bottom", fontsize=7)
-        ax.set_ylim(0, max(heights) * 1.15 or 1)
+        top = max(h + (0 if hi is None else hi[i]) for i, h in enumerate(heights))
+        ax.set_ylim(0, top * 1.15 or 1)
         ax.set_title(label, fontsize=9)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{scn.name}: comparison")
+    seeds = "" if reps is None else (f" (mean of seeds {reps['seeds'][0]}..{reps['seeds'][-1]},"
+                                     " whiskers: min-max)")
+    fig.suptitle(f"{scn.name}: comparison{seeds}")
     fig.tight_layout()
     fig.savefig(folder / "comparison.png", dpi=110)
     plt.close(fig)
@@ -218,3 +234,88 @@ def table(data: dict) -> str:
         lines.append("  ".join(f"{'-' if v is None else fmt.format(v):>{w}}"
                                for (_, fmt, w), v in zip(COLUMNS, values, strict=True)))
     return "\n".join(lines)
+
+
+# -- replications (several seeds) -----------------------------------------------------------
+def flatten(tree, prefix: str = "") -> dict:
+    """The numeric leaves of a metrics tree as ``{"fct.slowdown.p99": value}`` (None kept)."""
+    out = {}
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif tree is None or (isinstance(tree, int | float) and not isinstance(tree, bool)):
+        out[prefix] = tree
+    return out
+
+
+def spread(values: list) -> dict:
+    """Mean, sample standard deviation, min, max and count of the values that are not None."""
+    xs = [float(v) for v in values if v is not None and math.isfinite(v)]
+    n = len(xs)
+    if not n:
+        return {"mean": None, "sd": None, "min": None, "max": None, "n": 0}
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "sd": sd, "min": min(xs), "max": max(xs), "n": n}
+
+
+def replications(per_seed: dict) -> dict:
+    """``{seed: summary dict}`` (:func:`summary` of each seed's runs) -> per algorithm and
+    metric (every numeric leaf of the run summaries: events, the headline, FCT, queues,
+    counters...) the values by seed and their :func:`spread`."""
+    seeds = sorted(per_seed)
+    algos = list(per_seed[seeds[0]]["runs"])
+    out = {"seeds": seeds, "runs": {}}
+    for algo in algos:
+        flat = {s: flatten(per_seed[s]["runs"][algo]) for s in seeds}
+        keys = list(dict.fromkeys(k for s in seeds for k in flat[s]))
+        out["runs"][algo] = {k: {"values": [flat[s].get(k) for s in seeds],
+                                 **spread([flat[s].get(k) for s in seeds])} for k in keys}
+    return out
+
+
+SPREAD_COLUMNS = [("util", "utilization", "{:.3f}"), ("q p99 KB", "queue_p99_kb", "{:.1f}"),
+                  ("sd p50", "slowdown_p50", "{:.2f}"), ("sd p99", "slowdown_p99", "{:.2f}"),
+                  ("unfin", "unfinished", "{:.1f}"), ("Jain", "jain", "{:.3f}"),
+                  ("drops", "drops", "{:.0f}"), ("marks", "marks", "{:.0f}"),
+                  ("CNP+CNM", "cnps_cnms", "{:.0f}"), ("pause us", "paused_us", "{:.1f}")]
+
+
+def spread_table(reps: dict) -> str:
+    """The comparison table over replications: each headline metric as ``mean ±sd`` and, on a
+    second line, ``[min, max]``."""
+    n = len(reps["seeds"])
+    widths = [max(len(name), 17) for name, _, _ in SPREAD_COLUMNS]
+    lines = [f"{n} seeds {reps['seeds'][0]}..{reps['seeds'][-1]}: mean ±sd, [min, max]",
+             f"{'algorithm':>9}  " + "  ".join(f"{name:>{w}}" for (name, _, _), w
+                                               in zip(SPREAD_COLUMNS, widths, strict=True))]
+    for algo, metrics_ in reps["runs"].items():
+        top, bottom = [], []
+        for (_, key, fmt), w in zip(SPREAD_COLUMNS, widths, strict=True):
+            st = metrics_.get(f"metrics.headline.{key}", {"mean": None})
+            if st["mean"] is None:
+                top.append(f"{'-':>{w}}")
+                bottom.append(" " * w)
+                continue
+            top.append(f"{fmt.format(st['mean']) + ' ±' + fmt.format(st['sd']):>{w}}")
+            rng = f"[{fmt.format(st['min'])}, {fmt.format(st['max'])}]"
+            bottom.append(f"{rng:>{w}}")
+        lines.append(f"{algo:>9}  " + "  ".join(top))
+        lines.append(f"{'':>9}  " + "  ".join(bottom))
+    return "\n".join(lines)
+
+
+def write_replications(folder: Path, reps: dict) -> None:
+    """``replications.json`` (everything) and ``replications.csv`` (algorithm, metric, the
+    value of each seed, mean, sd, min, max)."""
+    (folder / "replications.json").write_text(json.dumps(reps, indent=1,
+                                                         default=_json_default))
+    with open(folder / "replications.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["algorithm", "metric"] + [f"seed_{s}" for s in reps["seeds"]]
+                   + ["mean", "sd", "min", "max"])
+        for algo, metrics_ in reps["runs"].items():
+            for key, st in metrics_.items():
+                w.writerow([algo, key] + ["" if v is None else v for v in st["values"]]
+                           + ["" if st[k] is None else st[k] for k in ("mean", "sd", "min",
+                                                                      "max")])

@@ -69,12 +69,14 @@ class LongWorkload:
     start_ps: int = 0
     stop_ps: int | None = None
     stagger_ps: int = 0
+    jitter_ps: int = 0
 
     kind = "long"
 
     def __post_init__(self):
         check_int(self, "start_ps", self.start_ps, 0)
         check_int(self, "stagger_ps", self.stagger_ps, 0)
+        check_int(self, "jitter_ps", self.jitter_ps, 0, 10**12)
         if self.stop_ps is not None:
             check_int(self, "stop_ps", self.stop_ps, self.start_ps + 1, lo_name="start_ps + 1")
 
@@ -89,12 +91,14 @@ class IncastWorkload:
     repeat: int = 1
     period_ps: int | None = None
     track: bool = False
+    jitter_ps: int = 0
 
     kind = "incast"
 
     def __post_init__(self):
         check_int(self, "size_bytes", self.size_bytes, 1, 10**12)
         check_int(self, "at_ps", self.at_ps, 0)
+        check_int(self, "jitter_ps", self.jitter_ps, 0, 10**12)
         check_int(self, "repeat", self.repeat, 1, 10**6)
         if self.repeat > 1 or self.period_ps is not None:      # required when repeating
             check_int(self, "period_ps", self.period_ps, 1)
@@ -162,7 +166,9 @@ def generate_flows(workloads, groups: dict[str, list[int]], topology, duration_p
                    seed: int, cdfs: dict) -> list[Flow]:
     """Every flow of every workload, numbered from 0 in workload order.  Deterministic: a
     ``cdf`` workload draws from ``random.Random(f"{seed}:{name}")`` (its own ``seed`` if set,
-    else the scenario's), so adding a workload does not change another's flows."""
+    else the scenario's), so adding a workload does not change another's flows; so do the
+    ``jitter`` of ``long`` and ``incast`` workloads (each flow's start moved later by a uniform
+    whole number of picoseconds in ``[0, jitter]``, drawn in flow order)."""
     flows: list[Flow] = []
 
     def add(src, dst, size, start, stop, tag, track):
@@ -174,15 +180,21 @@ def generate_flows(workloads, groups: dict[str, list[int]], topology, duration_p
     for w in workloads:
         src = resolve_ref(w.src, groups)
         dst = resolve_ref(w.dst, groups)
+        if w.kind in ("long", "incast"):
+            rng = random.Random(f"{seed}:{w.name}")
+
+            def jitter(w=w, rng=rng):
+                return rng.randint(0, w.jitter_ps) if w.jitter_ps else 0
         if w.kind == "long":
             for i, s in enumerate(src):
-                add(s, dst[i % len(dst)], None, w.start_ps + i * w.stagger_ps, w.stop_ps,
-                    w.name, True)
+                add(s, dst[i % len(dst)], None, w.start_ps + i * w.stagger_ps + jitter(),
+                    w.stop_ps, w.name, True)
         elif w.kind == "incast":
             for r in range(w.repeat):
                 at = w.at_ps + r * (w.period_ps or 0)
                 for i, s in enumerate(src):
-                    add(s, dst[i % len(dst)], w.size_bytes, at, None, w.name, w.track)
+                    add(s, dst[i % len(dst)], w.size_bytes, at + jitter(), None, w.name,
+                        w.track)
         else:
             rng = random.Random(f"{seed if w.seed is None else w.seed}:{w.name}")
             rate = w.bottleneck_rate(topology, len(src), len(dst))
