@@ -13,7 +13,7 @@ import pytest
 from hw.nic.swift_config import CW_ONE, FS_ENTRIES, SwiftConfig, fs_index
 from hw.params import ConfigError
 from sim.models.swift import SwiftAck, SwiftModel
-from sim.reference.swift import SwiftParams, SwiftRef
+from sim.reference.swift import SwiftRef, SwiftRefParams
 
 SEED = int(os.environ.get("CC_SEED", "1"))
 
@@ -151,7 +151,7 @@ def test_model_tracks_the_float_reference():
     # ai/w has slope below 1 for w >= 1, a cut scales by < 1), so they add up as the bound does.
     print(f"CC_SEED={SEED}")
     rng = random.Random(SEED)
-    p = SwiftParams(base_target_us=10, hop_scale_us=2, fs_range_us=0, endpoint_target_us=100,
+    p = SwiftRefParams(base_target_us=10, hop_scale_us=2, fs_range_us=0, endpoint_target_us=100,
                     max_cwnd=256, init_cwnd=10, min_cwnd=0.01)
     cfg = SwiftConfig(clk_hz=1_000_000, base_target_us=10, hop_scale_us=2, fs_range_us=0,
                       endpoint_target_us=100, max_cwnd=256, init_cwnd=10, min_cwnd=0.01)

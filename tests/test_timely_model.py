@@ -19,7 +19,7 @@ from sim.models.timely import (
     TimelyModel,
     udiv_sat,
 )
-from sim.reference.timely import TimelyParams, TimelyRef
+from sim.reference.timely import TimelyRef, TimelyRefParams
 
 SEED = int(os.environ.get("CC_SEED", "1"))
 
@@ -181,7 +181,7 @@ def test_model_tracks_the_float_reference():
         m = TimelyModel(cfg)
         # the thresholds as the hardware holds them (whole cycles: T_low = 7812 cycles is
         # 49.9968 µs), so both sides take the same branch for the same RTT
-        ref = TimelyRef(TimelyParams(init_rate_mbps=40_000, max_rate_mbps=100_000.0,
+        ref = TimelyRef(TimelyRefParams(init_rate_mbps=40_000, max_rate_mbps=100_000.0,
                                      t_low_us=regs.t_low / 156.25,
                                      t_high_us=regs.t_high / 156.25))
         rtt = rng.randrange(3125, 200_000)

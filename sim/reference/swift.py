@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["SwiftParams", "SwiftRef"]
+__all__ = ["SwiftRefParams", "SwiftRef"]
 
 
 @dataclass(frozen=True)
-class SwiftParams:
+class SwiftRefParams:
     base_target_us: float = 8.0
     hop_scale_us: float = 1.0
     fs_range_us: float = 20.0
@@ -40,7 +40,7 @@ class SwiftParams:
 
 
 class SwiftRef:
-    def __init__(self, p: SwiftParams):
+    def __init__(self, p: SwiftRefParams):
         self.p = p
         self.fcwnd = self.ecwnd = p.init_cwnd
         self.rtt = 0.0

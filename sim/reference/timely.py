@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TimelyParams", "TimelyRef"]
+__all__ = ["TimelyRefParams", "TimelyRef"]
 
 
 @dataclass(frozen=True)
-class TimelyParams:
+class TimelyRefParams:
     line_rate_mbps: float = 100_000.0
     ewma_alpha: float = 0.875
     beta: float = 0.8
@@ -34,7 +34,7 @@ class TimelyParams:
 
 
 class TimelyRef:
-    def __init__(self, p: TimelyParams):
+    def __init__(self, p: TimelyRefParams):
         self.p = p
         self.rate = p.init_rate_mbps
         self.prev_rtt = None
