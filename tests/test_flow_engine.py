@@ -246,3 +246,156 @@ def test_same_flow_every_cycle():
     pops = [c for c in h.model.issue_log if c[1] == 2 and taken[0] <= c[0] <= taken[-1]]
     assert len(taken) == 300 and taken[-1] - taken[0] == 299 + len(pops)
     assert h.model.flows[5].algo["cnt"] == 300
+
+
+def test_alternating_two_flows():
+    """Flows 0 and 15 (first and last) alternating every cycle: forwarding from two stages."""
+    h = Harness(small_config())
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all([0, 15])
+        for i in range(200):
+            f = 0 if i % 2 else 15
+            (h.queues["cn"] if i % 5 == 0 else h.queues["tx"]).append((f, i % 64))
+        await h.drain(ctx)
+    h.simulate(body)
+    assert h.model.flows[0].algo["cnt"] == 100 and h.model.flows[15].algo["cnt"] == 100
+
+
+def test_ctl_write_and_read_in_flight():
+    """WRITE and READ of a flow whose TX/CN updates are still in the pipeline (every distance
+    0 ... 4 cycles), START/STOP/RESET in between; the READ words come out as the model's."""
+    h = Harness(small_config())
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all()
+        await h.drain(ctx)
+        for gap in range(5):
+            h.queues["tx"] += [(3, 1000 + gap)] * 3
+            h.queues["ctl"].append((3, CtlOp.WRITE, 0, 77 + gap))      # cnt := 77 + gap
+            await h.run(ctx, 1)                                     # the ctl goes first
+            h.queues["ctl"].append((3, CtlOp.READ, 0, 0))
+            await h.run(ctx, gap)
+            h.queues["tx"].append((3, 5))
+            h.queues["ctl"].append((3, CtlOp.READ, 0, 0))
+            await h.drain(ctx)
+        h.queues["ctl"] += [(4, CtlOp.STOP, 0, 0), (4, CtlOp.READ, 0, 0)]
+        await h.drain(ctx)
+        h.queues["tx"] += [(4, 9)] * 4                 # dropped (counted as disabled)
+        await h.drain(ctx)
+        h.queues["ctl"] += [(4, CtlOp.RESET, 0, 0), (4, CtlOp.READ, 0, 0),
+                            (4, CtlOp.START, 0, 0), (4, CtlOp.READ, 0, 0)]
+        await h.drain(ctx)
+        assert await h.read_counter(ctx, "disabled") == 4
+    h.simulate(body)
+    assert len(h.rds) == 13
+    word = h.lay["word"]
+    # independent check of the last READ of flow 3: WRITE cnt := 81, then the three TX (the
+    # READ queued with the last TX goes first: ctl > tx)
+    last3 = [word.from_bits(bits >> h.lay["rd"]["word"].offset) for _, bits in h.rds
+             if bits & 15 == 3][-1]
+    assert last3.algo.cnt == 84 and last3.en == 1
+
+
+def test_random_traffic_backpressure():
+    """Random TX/CN/ctl/register writes over 16 flows with hot stretches, random idle and
+    random back-pressure on rate and rd: every output every cycle equals the model's."""
+    rng = random.Random(SEED)
+    h = Harness(small_config(), seed=SEED)
+    h.p_valid = {"tx": 0.8, "cn": 0.3, "ctl": 0.1, "csr_w": 0.02}
+    h.p_rate_ready, h.p_rd_ready = 0.6, 0.5
+    n = 3000
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all()
+        hot = 0
+        for i in range(n):
+            if i % 200 == 0:
+                hot = rng.randrange(16)
+            f = hot if rng.random() < 0.5 else rng.randrange(16)
+            h.queues["tx"].append((f, rng.randrange(1 << 14)))
+            if rng.random() < 0.3:
+                h.queues["cn"].append((f, rng.randrange(64)))
+            if rng.random() < 0.08:
+                op = rng.choice([CtlOp.READ, CtlOp.READ, CtlOp.WRITE, CtlOp.STOP, CtlOp.START,
+                                 CtlOp.RESET])
+                field = rng.randrange(8)
+                h.queues["ctl"].append((f, op, field, rng.randrange(1 << 12)))
+            if rng.random() < 0.005:
+                h.queues["csr_w"].append((rng.randrange(4), rng.randrange(20, 200)))
+        h.raddr = COUNTER_BASE + COUNTERS.index("ev_tx")
+        await h.drain(ctx)
+        for name in COUNTERS + WHEEL_STATS:
+            await h.read_counter(ctx, name) if name in COUNTERS else None
+    h.simulate(body)
+    print(f"seed {SEED}: {h.cycle} cycles, {h.model.issued} events")
+    assert h.model.counters["ev_tx"] == n
+    assert h.model.counters["expiries"] > 50
+    assert h.model.wheel.out.overflow_count == 0
+
+
+def test_timer_burst():
+    """Every flow's timer due in the same cycle: the i-th expiry in wheel order is i cycles
+    late, so with 16 flows the worst case is 15 cycles, the sum 0 + 1 + ... + 15 = 120."""
+    h = Harness(small_config())
+    d = 600
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all()
+        for f in range(16):
+            h.queues["ctl"] += [(f, CtlOp.WRITE, 3, d), (f, CtlOp.WRITE, 4, 1)]  # dl, armed
+        await h.drain(ctx)
+        assert h.cycle < d - 10
+        await h.run(ctx, d + 20 - h.cycle)     # read before the reloads (d + 40) fall due
+        got = {name: await h.read_counter(ctx, name)
+               for name in ("expiries", "late_max", "late_sum", "late_h0", "late_h4")}
+        assert got == {"expiries": 16, "late_max": 15, "late_sum": 120, "late_h0": 1,
+                       "late_h4": 8}, got
+    h.simulate(body)
+
+
+def test_lateness_zero_with_distinct_deadlines():
+    """Random TX/CN on 16 flows, outputs always ready, no register writes: every deadline comes
+    from one event per cycle, so no two fall in one cycle and every expiry is on time."""
+    rng = random.Random(SEED + 1)
+    h = Harness(small_config(), seed=SEED + 1)
+    h.p_valid = {"tx": 0.7, "cn": 0.2, "ctl": 1.0, "csr_w": 1.0}
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all()
+        for _ in range(2000):
+            f = rng.randrange(16)
+            h.queues["tx"].append((f, rng.randrange(1 << 14)))
+            if rng.random() < 0.2:
+                h.queues["cn"].append((f, rng.randrange(64)))
+        await h.drain(ctx)
+        await h.run(ctx, 200)
+        assert await h.read_counter(ctx, "late_max") == 0
+        assert await h.read_counter(ctx, "expiries") > 100
+    h.simulate(body)
+
+
+def test_throughput_one_event_per_clock():
+    """Saturated inputs (TX always offered, hot flow half the time) and outputs always ready:
+    after the init sweep an event issues every cycle (events / cycles = 1.0)."""
+    rng = random.Random(SEED + 2)
+    h = Harness(small_config(), seed=SEED + 2)
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all()
+        await h.drain(ctx)
+        for i in range(1000):
+            h.queues["tx"].append((7 if rng.random() < 0.5 else rng.randrange(16), i))
+            if i % 3 == 0:
+                h.queues["cn"].append((rng.randrange(16), i % 64))
+        c0, e0 = h.cycle, h.model.issued
+        await h.run(ctx, 1000)
+        assert h.model.issued - e0 == 1000, (h.model.issued - e0, h.cycle - c0)
+        await h.drain(ctx)
+    h.simulate(body)

@@ -20,9 +20,11 @@ from ..layouts.common import csr_write_layout
 from ..lib.arith import named_wire
 from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
 from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH, CSR_DATA_WIDTH, FlowEngineConfig
+from .timer_wheel_config import INSERT_LATENCY
 
 __all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "engine_layouts",
-           "late_bucket", "PIPE_DEPTH"]
+           "late_bucket", "PIPE_DEPTH", "REEVAL",
+           "WHEEL_MARGIN", "MAX_ENTRIES"]
 
 
 class Src:
@@ -40,6 +42,15 @@ LATE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 63), (64, 255), (2
 #: Pipeline stages after issue (read, modify, write-back): an event accepted at cycle c writes
 #: back at c + 3 and its output is on ``rate``/``rd`` from c + 4.
 PIPE_DEPTH = 3
+#: From a re-evaluating pop to the earliest cycle its insert can pop: the pipeline (3) plus the
+#: wheel's insert latency (4).
+REEVAL = PIPE_DEPTH + INSERT_LATENCY
+#: Inputs are held while wheel occupancy + WHEEL_MARGIN >= max_entries: inserts in flight (3 in
+#: the pipeline, 2 in the wheel) and the occupancy output's one-cycle lag, with room to spare.
+WHEEL_MARGIN = 8
+#: Wheel entries one flow may have at once (one live, the others stale): 4 = the 2-bit
+#: generation space, so generations never alias.
+MAX_ENTRIES = 4
 
 
 def late_bucket(late: int) -> int:
@@ -57,6 +68,7 @@ def engine_layouts(cfg: FlowEngineConfig, dp: FlowDatapath) -> dict:
     value_width = max(f.width for _, f in fields)
     field_width = max(1, (len(fields) - 1).bit_length())
     word = data.StructLayout({"algo": dp.state_layout, "en": 1, "q_valid": 1, "q_gen": 2,
+                              "q_cnt": 3,
                               "q_dl": W})
     return {
         "word": word,
@@ -183,21 +195,25 @@ class FlowEngine(wiring.Component):
         rate_ok = named_wire(m, "rate_ok", rate_fifo.level + inflight < D)
         rd_ok = named_wire(m, "rd_ok", rd_fifo.level + rd_inflight < D)
         go = named_wire(m, "go", ready & ~self.csr_w.valid & rate_ok)
+        # inputs wait while the wheel is nearly full (an input event inserts at most one entry;
+        # a pop removes its own before it may insert one), so the wheel cannot overflow
+        room = named_wire(m, "wheel_room",
+                          wheel.occupancy + WHEEL_MARGIN < cfg.wheel_config().max_entries)
         # a READ needs room on rd; without it the ctl stream waits and cn/tx may go
         ctl_ok = named_wire(m, "ctl_ok", ~self.ctl.valid | (self.ctl.payload.op != CtlOp.READ)
                             | rd_ok)
         pop = wheel.pop
         take_pop = named_wire(m, "take_pop", go & pop.valid)
-        take_ctl = named_wire(m, "take_ctl", go & ~pop.valid & self.ctl.valid & ctl_ok)
-        take_cn = named_wire(m, "take_cn", go & ~pop.valid & ~(self.ctl.valid & ctl_ok)
-                             & self.cn.valid)
-        take_tx = named_wire(m, "take_tx", go & ~pop.valid & ~(self.ctl.valid & ctl_ok)
-                             & ~self.cn.valid & self.tx.valid)
+        go_in = named_wire(m, "go_in", go & room & ~pop.valid)
+        take_ctl = named_wire(m, "take_ctl", go_in & self.ctl.valid & ctl_ok)
+        take_cn = named_wire(m, "take_cn", go_in & ~(self.ctl.valid & ctl_ok) & self.cn.valid)
+        take_tx = named_wire(m, "take_tx", go_in & ~(self.ctl.valid & ctl_ok) & ~self.cn.valid
+                             & self.tx.valid)
         m.d.comb += [
             pop.ready.eq(go),
-            self.ctl.ready.eq(go & ~pop.valid & ctl_ok),
-            self.cn.ready.eq(go & ~pop.valid & ~(self.ctl.valid & ctl_ok)),
-            self.tx.ready.eq(go & ~pop.valid & ~(self.ctl.valid & ctl_ok) & ~self.cn.valid),
+            self.ctl.ready.eq(go_in & ctl_ok),
+            self.cn.ready.eq(go_in & ~(self.ctl.valid & ctl_ok)),
+            self.tx.ready.eq(go_in & ~(self.ctl.valid & ctl_ok) & ~self.cn.valid),
         ]
         issue = Signal(ev_lay)
         with m.If(take_pop):
@@ -322,23 +338,35 @@ class FlowEngine(wiring.Component):
         is_pop = s3_ev.src == Src.TIMER
         own_pop = named_wire(m, "own_pop", is_pop & q_in.q_valid & (q_in.q_gen == s3_ev.gen))
         q_valid1 = q_in.q_valid & ~own_pop
+        # entries of this flow in the wheel, this pop's (own or stale) no longer counted; at most
+        # MAX_ENTRIES, so their 2-bit generations are all distinct: a stale pop is never
+        # mistaken for the live one
+        q_cnt1 = named_wire(m, "q_cnt1", q_in.q_cnt - is_pop, width=3)
         force = named_wire(m, "force", (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.WRITE))
-        wake = named_wire(m, "wake", Mux(force, s3_t, s3_wake))
-        earlier = ~time_le(q_in.q_dl, wake, W)
-        ins = named_wire(m, "ins", s3_valid & (force | (s3_wake_valid & (~q_valid1 | earlier))))
+        # The live entry (pop time q_dl) serves the flow's earliest deadline (wake) if it pops
+        # at wake, or early enough (q_dl + REEVAL <= wake) that the re-evaluation it triggers
+        # can still insert wake on time.  Otherwise insert wake now (it moved earlier, or later
+        # by less than REEVAL, or there is no live entry); the old entry becomes stale.
+        wake = s3_wake
+        earlier = named_wire(m, "earlier", ~time_le(q_in.q_dl, wake, W))
+        close = named_wire(m, "close", ~earlier & (wake != q_in.q_dl)
+                           & ~time_le((q_in.q_dl + REEVAL)[:W], wake, W))
+        ins = named_wire(m, "ins", s3_valid & (q_cnt1 != MAX_ENTRIES)
+                         & (force | (s3_wake_valid & (~q_valid1 | earlier | close))))
+        target = named_wire(m, "target", Mux(force, s3_t, wake), width=W)
         word_w = Signal(word_lay)
         m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en)]
         with m.If(ins):
             m.d.comb += [word_w.q_valid.eq(1), word_w.q_gen.eq(q_in.q_gen + 1),
-                         word_w.q_dl.eq(wake)]
+                         word_w.q_dl.eq(target), word_w.q_cnt.eq(q_cnt1 + 1)]
         with m.Else():
             m.d.comb += [word_w.q_valid.eq(q_valid1), word_w.q_gen.eq(q_in.q_gen),
-                         word_w.q_dl.eq(q_in.q_dl)]
+                         word_w.q_dl.eq(q_in.q_dl), word_w.q_cnt.eq(q_cnt1)]
         m.d.comb += [
             wheel.ins.valid.eq(ins),
             wheel.ins.payload.flow.eq(s3_ev.flow),
             wheel.ins.payload.gen.eq(word_w.q_gen),
-            wheel.ins.payload.deadline.eq(wake),
+            wheel.ins.payload.deadline.eq(target),
         ]
         with m.If(swept):
             m.d.comb += [wport.addr.eq(s3_ev.flow[:AW] if AW else 0), wport.data.eq(word_w),

@@ -23,7 +23,10 @@ from hw.nic.flow_datapath import CtlOp, EventKind
 from hw.nic.flow_engine import (
     COUNTERS,
     LATE_BUCKETS,
+    MAX_ENTRIES,
     PIPE_DEPTH,
+    REEVAL,
+    WHEEL_MARGIN,
     WHEEL_STATS,
     Src,
     engine_layouts,
@@ -47,10 +50,10 @@ class EngineOut:
 
 
 class _Flow:
-    __slots__ = ("algo", "en", "q_valid", "q_gen", "q_dl")
+    __slots__ = ("algo", "en", "q_valid", "q_gen", "q_cnt", "q_dl")
 
     def __init__(self, algo):
-        self.algo, self.en, self.q_valid, self.q_gen, self.q_dl = algo, 0, 0, 0, 0
+        self.algo, self.en, self.q_valid, self.q_gen, self.q_cnt, self.q_dl = algo, 0, 0, 0, 0, 0
 
 
 class FlowEngineModel:
@@ -99,12 +102,13 @@ class FlowEngineModel:
             algo |= f.algo[name] << off
         o = self._word_offsets
         return (algo << o["algo"][0] | f.en << o["en"][0] | f.q_valid << o["q_valid"][0]
-                | f.q_gen << o["q_gen"][0] | f.q_dl << o["q_dl"][0])
+                | f.q_gen << o["q_gen"][0] | f.q_cnt << o["q_cnt"][0] | f.q_dl << o["q_dl"][0])
 
     def state(self, flow: int) -> dict:
         """A flow's state now (after every issued event): algorithm fields and core fields."""
         f = self.flows[flow]
         return {"algo": dict(f.algo), "en": f.en, "q_valid": f.q_valid, "q_gen": f.q_gen,
+                "q_cnt": f.q_cnt,
                 "q_dl": f.q_dl}
 
     def busy(self) -> bool:
@@ -128,10 +132,12 @@ class FlowEngineModel:
         w = self.wheel.out
         pop = (w.pop_flow, w.pop_gen) if w.pop_valid else None
         ctl_ok = ctl is not None and (ctl[1] != CtlOp.READ or rd_ok)
+        go_in = (go and pop is None
+                 and w.occupancy + WHEEL_MARGIN < self.wheel.cfg.max_entries)
         o.ready = ready
-        o.ctl_ready = go and pop is None and (ctl is None or ctl[1] != CtlOp.READ or rd_ok)
-        o.cn_ready = go and pop is None and not ctl_ok
-        o.tx_ready = go and pop is None and not ctl_ok and cn is None
+        o.ctl_ready = go_in and (ctl is None or ctl[1] != CtlOp.READ or rd_ok)
+        o.cn_ready = go_in and not ctl_ok
+        o.tx_ready = go_in and not ctl_ok and cn is None
         o.csr_w_ready = ready and inflight == 0
         o.rate = self.rate_fifo[0] if self.rate_fifo else None
         o.rd = self.rd_fifo[0] if self.rd_fifo else None
@@ -229,13 +235,24 @@ class FlowEngineModel:
         # wheel bookkeeping (the RTL's write-back stage, in issue order)
         own_pop = src == Src.TIMER and f.q_valid and f.q_gen == gen
         q_valid1 = f.q_valid and not own_pop
+        if src == Src.TIMER:
+            f.q_cnt -= 1
+            assert f.q_cnt >= 0, "a pop of a flow with no entry in the wheel"
         ins = None
-        if force or (wake is not None and (not q_valid1
-                                           or not time_le_int(f.q_dl, wake, self.W))):
+        W, mask = self.W, self.mask
+        earlier = close = False
+        if wake is not None:
+            earlier = not time_le_int(f.q_dl, wake, W)
+            close = (not earlier and wake != f.q_dl
+                     and not time_le_int((f.q_dl + REEVAL) & mask, wake, W))
+        if f.q_cnt != MAX_ENTRIES and (force or (wake is not None
+                                                 and (not q_valid1 or earlier or close))):
+            target = t if force else wake
             f.q_gen = (f.q_gen + 1) & 3
             f.q_valid = 1
-            f.q_dl = wake
-            ins = (flow, f.q_gen, wake)
+            f.q_dl = target
+            f.q_cnt += 1
+            ins = (flow, f.q_gen, target)
         else:
             f.q_valid = int(q_valid1)
         new_rate = f.algo[dpm.rate_field]
