@@ -27,8 +27,11 @@ RTL side, a datapath (subclass of :class:`FlowDatapath`) provides:
 - ``pre(m, *, kind, tx_bytes, cn, t, regs) -> dict`` (optional, default none): values that
   depend only on the event and the registers; the engine computes them one stage before the
   update and registers them, so they are not in the one-cycle state loop;
-- ``build(m, *, state, kind, tx_bytes, cn, t, regs, pre) -> DatapathOut``: the combinational
-  update.  ``kind`` is an :class:`EventKind` (TX, CN, TIMER), ``t`` the event's time stamp.
+- ``build(m, *, state, kind, tx_bytes, cn, t, regs, pre, valid) -> DatapathOut``: the
+  combinational update (``valid``: 1 when the engine applies this update - an enabled flow's
+  TX/CN/TIMER event in the modify stage; a datapath with engine-wide registers, e.g. QCN's LFSR,
+  advances them only then).  ``kind`` is an :class:`EventKind` (TX, CN, TIMER), ``t`` the
+  event's time stamp.
   Semantics: first apply every armed timer whose deadline is ``time_le(deadline, t)`` AS OF ITS
   DEADLINE (the reload is old deadline + period; a timer (re)started by the event at ``t`` gets
   ``t + period``), then the event itself (TIMER carries none).  With lateness 0 this is exactly
@@ -115,7 +118,8 @@ class FlowDatapath:
     def pre(self, m: Module, *, kind, tx_bytes, cn, t, regs) -> dict:
         return {}
 
-    def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre) -> DatapathOut:
+    def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
+              valid=None) -> DatapathOut:
         raise NotImplementedError
 
 
@@ -159,7 +163,7 @@ class ToyDatapath(FlowDatapath):
         # the restart deadline depends only on the event's time stamp and a register
         return {"restart": (t + regs.period)[:self.time_width]}
 
-    def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre) -> DatapathOut:
+    def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre, valid=None) -> DatapathOut:
         W = self.time_width
         s = state
         nxt = Signal(self.state_layout, name="toy_next")

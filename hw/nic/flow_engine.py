@@ -277,8 +277,10 @@ class FlowEngine(wiring.Component):
             m.d.comb += [st.eq(s2_rdata.algo), en_in.eq(s2_rdata.en)]
         kind = Signal(EventKind)
         m.d.comb += kind.eq(Mux(s2_ev.src == Src.CTL, EventKind.TIMER, s2_ev.src))
+        is_ctl = s2_ev.src == Src.CTL
+        applied = named_wire(m, "applied", s2_valid & ~is_ctl & en_in)
         out = dp.build(m, state=st, kind=kind, tx_bytes=s2_ev.bytes, cn=s2_ev.cn, t=s2_t,
-                       regs=regs, pre=pre)
+                       regs=regs, pre=pre, valid=applied)
 
         init = Signal(dp.state_layout)
         for name, value in dp.init_state(regs).items():
@@ -290,8 +292,6 @@ class FlowEngine(wiring.Component):
                 with m.Case(i):
                     m.d.comb += written[name].eq(s2_ev.value)
 
-        is_ctl = s2_ev.src == Src.CTL
-        applied = named_wire(m, "applied", s2_valid & ~is_ctl & en_in)
         algo_next = Signal(dp.state_layout)
         en_next = Signal()
         m.d.comb += [algo_next.eq(st), en_next.eq(en_in)]
