@@ -18,13 +18,18 @@ Ports (one call of :meth:`TimerWheelModel.step` per clock cycle)
   the most any entry was pushed back because earlier slots were taken), ``overflow`` (sticky)
   and ``overflow_count`` (saturating at 2**16 - 1): outputs of registers.
 
+The cursor's lag ``lag1 = (now + 1 - wbt) mod 2**W`` is never negative (``wbt <= now + 1``),
+so every cursor compare below is an unsigned compare of ``lag1``: exact for any lag below
+``2**W - B`` cycles (a consumer may hold ``pop.ready`` low that long without aliasing).
+
 Insert rule.  An entry accepted in the cycle where ``now == n`` gets the target
 ``T = min(max(deadline, n + L), P)`` with the park point
-``P = (n if le(n, wbt + B - 1) else wbt + B - 1) + H`` (i.e. ``n + H`` unless the cursor lags
-by more than a word, then H after the cursor's word: a lagging cursor never lets the window
-alias); ``max`` / ``min`` are wrap-safe.  Two cycles later (the decision stage) it takes the
-first free slot at or after T: displacement ``d`` = the smallest d >= 0 whose slot
-``(T + d) mod S`` is free, given every earlier decision and every pop issued before that cycle.
+``P = (n if lag1 <= B else wbt + B - 1) + H`` (i.e. ``n + H`` unless the cursor lags by more
+than a word, then H after the cursor's word: a lagging cursor never lets the window alias);
+the ``max`` is wrap-safe (``le``), the ``min`` compares distances from ``wbt``.  Two cycles
+later (the decision stage) it takes the first free slot at or after T: displacement ``d`` =
+the smallest d >= 0 whose slot ``(T + d) mod S`` is free, given every earlier decision and
+every pop issued before that cycle.
 If there is none with ``d < room``, ``room = S - ((T - wbt1) mod S)`` (``wbt1``: the cursor one
 cycle after acceptance), the entry is dropped and the overflow counter counts it; the capacity
 rule of :class:`~hw.nic.timer_wheel_config.TimerWheelConfig` makes this unreachable.
@@ -33,9 +38,9 @@ Pop rule.  Every cycle, if the output register is free (``not pop_valid or pop_r
 lowest occupied slot of the cursor's word, at time ``ts = wbt + offset``, is issued if
 ``le(ts, now + 1)``: it leaves the wheel and is presented on ``pop`` from the next cycle (when
 ``now == ts`` if nothing lagged), held until taken.  Then, if the cursor's word is empty and
-its last slot time ``wbt + B - 1`` satisfies ``le(wbt + B - 1, now + 1)``, the cursor moves to
-the next word (``wbt += B``): so a lagging cursor skips empty slots at one word (B slots) per
-cycle and drains due entries at one per cycle, at the consumer's rate.
+its last slot time has come (``lag1 >= B - 1``, i.e. ``wbt + B - 1 <= now + 1``), the cursor
+moves to the next word (``wbt += B``): so a lagging cursor skips empty slots at one word (B
+slots) per cycle and drains due entries at one per cycle, at the consumer's rate.
 
 Latencies.  Insert accepted at ``now == n`` with ``T >= n + L``: pops (``pop.valid``) at ``now
 == T + d`` when the cursor keeps up (``d`` = displacement); deadlines < n + L pop at n + L
@@ -114,6 +119,10 @@ class TimerWheelModel:
         self.last_decision = None        # (flow, gen, target, slot or None, displacement)
 
     # -- helpers ---------------------------------------------------------------------------
+    def lag(self, now: int) -> int:
+        """``lag1`` of the cycle where ``now`` is the input: ``(now + 1 - wbt) mod 2**W``."""
+        return (now + 1 - self.wbt) & self.mask
+
     def le(self, a: int, b: int) -> bool:
         return wheel_le(a, b, self.W)
 
@@ -122,9 +131,9 @@ class TimerWheelModel:
         m = self.mask
         earliest = (now + INSERT_LATENCY) & m
         t = earliest if self.le(deadline, earliest) else deadline & m
-        last = (self.wbt + self.B - 1) & m
-        park = ((now if self.le(now, last) else last) + self.H) & m
-        return t if self.le(t, park) else park
+        lag1 = (now + 1 - self.wbt) & m
+        park = ((now if lag1 <= self.B else self.wbt + self.B - 1) + self.H) & m
+        return t if ((t - self.wbt) & m) <= ((park - self.wbt) & m) else park
 
     @property
     def out(self) -> TimerWheelOut:
@@ -141,14 +150,15 @@ class TimerWheelModel:
         advance = (not self.pop_valid) or bool(pop_ready)
         base = self.wbt % S
         offs = [f for f in range(B) if base + f in self.pending]
+        lag1 = (now + 1 - self.wbt) & m     # never "negative": the cursor stays <= now + 1
         issue = False
-        if advance and offs and self.le((self.wbt + offs[0]) & m, (now + 1) & m):
+        if advance and offs and offs[0] <= lag1:
             issue = True
             slot = base + offs[0]
             fl, ge = self.pending.pop(slot)
             new_pop = (fl, ge, slot)
             offs = offs[1:]
-        leave = (not offs) and self.le((self.wbt + B - 1) & m, (now + 1) & m)
+        leave = (not offs) and lag1 >= B - 1
         # decision stage
         commit = False
         disp = 0

@@ -1,0 +1,387 @@
+"""Timer wheel: RTL (:class:`hw.nic.timer_wheel.TimerWheel`) against the cycle-accurate model
+(:class:`sim.models.timer_wheel.TimerWheelModel`) on every output every cycle, directed checks of
+the pop times computed independently of both, and a property test of the model's slot choice
+against a brute-force reference (a sorted list of occupied times).
+
+CC_SEED reproduces a random run (the seed is printed); CC_LONG=1 runs 10**5 random cycles."""
+
+from __future__ import annotations
+
+import bisect
+import os
+import random
+
+import pytest
+
+from hw.nic.timer_wheel import TimerWheel
+from hw.nic.timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
+from hw.params import ConfigError
+from sim.models.timer_wheel import TimerWheelModel
+from tests.streams import run_testbenches
+
+L = INSERT_LATENCY
+
+# 16 words of 16 slots, time wraps every 1024 cycles
+CFG = TimerWheelConfig(slots=256, horizon=128, max_entries=112, flow_bits=4, gen_bits=2,
+                       time_width=10, word_bits=16)
+# 32-bit words (the default width), 8 words
+CFG32 = TimerWheelConfig(slots=256, horizon=128, max_entries=96, flow_bits=4, gen_bits=2,
+                         time_width=11, word_bits=32)
+# tiny words: many word crossings, wraps every 256 cycles
+CFG4 = TimerWheelConfig(slots=64, horizon=16, max_entries=44, flow_bits=4, gen_bits=2,
+                        time_width=8, word_bits=4)
+
+
+def _seed() -> int:
+    seed = int(os.environ.get("CC_SEED", random.randrange(1 << 30)))
+    print(f"CC_SEED={seed}")
+    return seed
+
+
+class Run:
+    """Drive the DUT and the model with the same inputs; compare every output every cycle.
+
+    ``source(cyc, now, run)`` returns None or (flow, gen, deadline); ``ready(cyc)`` the pop
+    ready.  ``pops`` collects (cycle, flow, gen, slot) of every pop taken; ``decisions`` the
+    model's (cycle, flow, gen, target, slot, displacement, absolute slot time)."""
+
+    def __init__(self, cfg, cycles, source, ready=lambda cyc: True):
+        self.cfg, self.cycles, self.source, self.ready = cfg, cycles, source, ready
+        self.model = TimerWheelModel(cfg)
+        self.pops: list[tuple[int, int, int, int]] = []
+        self.decisions = []
+        self.outstanding = 0
+        self.wbt_abs = 0
+
+    def run(self):
+        cfg, model = self.cfg, self.model
+        dut = TimerWheel(cfg)
+        mask = (1 << cfg.time_width) - 1
+        names = ["occupancy", "max_occupancy", "max_displacement", "overflow", "overflow_count"]
+
+        async def bench(ctx):
+            for cyc in range(self.cycles):
+                now = cyc & mask
+                ins = self.source(cyc, now, self)
+                rdy = bool(self.ready(cyc))
+                ctx.set(dut.now, now)
+                ctx.set(dut.ins.valid, ins is not None)
+                if ins is not None:
+                    ctx.set(dut.ins.payload, {"flow": ins[0], "gen": ins[1],
+                                              "deadline": ins[2] & mask})
+                    self.outstanding += 1
+                ctx.set(dut.pop.ready, rdy)
+                wbt_pre, abs_pre = model.wbt, self.wbt_abs
+                exp = model.step(now, ins, rdy)
+                if model.wbt != wbt_pre:
+                    self.wbt_abs += cfg.word_bits
+                valid = ctx.get(dut.pop.valid)
+                assert valid == exp.pop_valid, (cyc, "pop.valid", valid, exp)
+                if valid:
+                    p = ctx.get(dut.pop.payload)
+                    got = (p.flow, p.gen, p.slot)
+                    assert got == (exp.pop_flow, exp.pop_gen, exp.pop_slot), (cyc, got, exp)
+                    if rdy:
+                        self.pops.append((cyc, *got))
+                        self.outstanding -= 1
+                for n in names:
+                    got = ctx.get(getattr(dut, n))
+                    assert got == getattr(exp, n), (cyc, n, got, exp)
+                if model.last_decision is not None:
+                    fl, ge, tgt, slot, d = model.last_decision
+                    # absolute slot time: at or after the cursor, within the window
+                    t_abs = abs_pre + ((tgt + d - wbt_pre) & mask)
+                    self.decisions.append((cyc, fl, ge, tgt, slot, d, t_abs))
+                await ctx.tick()
+
+        run_testbenches(dut, bench)
+        assert not self.model.overflow
+        return self
+
+
+def _schedule(plan):
+    """A source from {cycle: (flow, gen, deadline)}."""
+    return lambda cyc, now, run: plan.get(cyc)
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [
+    {"slots": 100}, {"word_bits": 24}, {"slots": 64, "word_bits": 64},
+    {"horizon": 64}, {"max_entries": 65536 - 32768 - 32 + 1}, {"time_width": 17},
+    {"flow_bits": 0}, {"slots": True},
+])
+def test_config_rejects(kw):
+    with pytest.raises(ConfigError) as e:
+        TimerWheelConfig(**kw)
+    assert "TimerWheelConfig." in str(e.value)
+
+
+def test_config_capacity_rule():
+    c = TimerWheelConfig()
+    assert c.check_capacity(65536 - 32768 - 32) == 65536 - 32768 - 32
+    with pytest.raises(ConfigError):
+        c.check_capacity(65536 - 32768 - 31)
+    assert TimerWheelConfig.from_json(CFG.to_json()) == CFG
+
+
+# -- directed RTL == model runs with independent expectations ----------------------------------
+
+def test_distinct_deadlines_pop_on_time():
+    """Distinct deadlines >= now + L: every entry pops exactly at its deadline (lateness 0),
+    including deadlines exactly L ahead, in the cursor's word, across word boundaries."""
+    rng = random.Random(1)
+    plan, deadlines = {}, {}
+    used = set()
+    for cyc in range(0, 600, 3):
+        while True:
+            dl = cyc + L + rng.randrange(0, 60)
+            if dl not in used:
+                break
+        used.add(dl)
+        flow = len(plan) % 16
+        plan[cyc] = (flow, cyc & 3, dl)
+        deadlines[dl] = (flow, cyc & 3, dl % CFG.slots)
+    r = Run(CFG, 700, _schedule(plan)).run()
+    assert len(r.pops) == len(plan)
+    assert [now for now, *_ in r.pops] == sorted(deadlines)          # each at its deadline
+    assert [tuple(p[1:]) for p in r.pops] == [deadlines[d] for d in sorted(deadlines)]
+
+
+@pytest.mark.parametrize("cfg,n,T", [(CFG, 16, 46), (CFG32, 16, 62), (CFG4, 10, 26)],
+                         ids=["B16", "B32", "B4"])
+def test_same_deadline_burst_edf(cfg, n, T):
+    """n inserts, one per cycle from cycle 10, all with deadline T (two slots before a word
+    boundary): slots T .. T+n-1 in insert order; the i-th pops at T + i (i cycles late)."""
+    assert T % cfg.word_bits == cfg.word_bits - 2 and 10 + n - 1 + L <= T <= 10 + cfg.horizon
+    plan = {10 + i: (i, 1, T) for i in range(n)}
+    r = Run(cfg, T + 40, _schedule(plan)).run()
+    assert [(now, f) for now, f, _, _ in r.pops] == [(T + i, i) for i in range(n)]
+    assert [s for *_, s in r.pops] == [(T + i) % cfg.slots for i in range(n)]
+    assert r.model.max_disp == n - 1
+
+
+def test_burst_of_all_flows_worst_case():
+    """Every flow (16) due in the same cycle, inserted in a random order with different
+    earlier deadlines in between: the worst lateness is n_flows - 1 = 15 cycles."""
+    rng = random.Random(7)
+    T = 120
+    order = list(range(16))
+    rng.shuffle(order)
+    plan = {5 + 2 * i: (f, 0, T) for i, f in enumerate(order)}
+    plan.update({6 + 2 * i: (f, 1, T - 1 - i) for i, f in enumerate(order)})
+    r = Run(CFG, T + 60, _schedule(plan)).run()
+    late = [now - T for now, f, g, s in r.pops if g == 0]
+    assert sorted(late) == list(range(16))
+    assert [f for now, f, g, s in r.pops if g == 0] == order        # EDF, then insert order
+    assert max(late) == 15
+
+
+def test_parking_beyond_horizon():
+    """Deadlines beyond now + H are parked at now + H; same-cycle parks get consecutive
+    slots; a deadline in the past goes to now + L."""
+    H = CFG.horizon
+    plan = {20: (1, 0, 20 + H + 50), 21: (2, 0, 21 + H + 1), 22: (3, 0, 22 + H),
+            23: (4, 0, 5), 24: (5, 0, 24 + L - 1)}
+    r = Run(CFG, 20 + H + 40, _schedule(plan)).run()
+    got = {f: now for now, f, g, s in r.pops}
+    assert got == {1: 20 + H, 2: 21 + H, 3: 22 + H, 4: 23 + L, 5: 24 + L}
+
+
+def test_wrap_of_slot_index_and_time():
+    """Entries every few cycles over four wraps of the 10-bit time (16 wraps of the slot
+    index), deadlines across the wrap: each pops at its deadline mod 2**W."""
+    mask = (1 << CFG.time_width) - 1
+    plan = {}
+    for i, cyc in enumerate(range(0, 4 * 1024, 7)):
+        plan[cyc] = (i % 16, i % 4, (cyc + L + (i * 37) % 100) & mask)
+    expected = sorted(((dl) & mask, f) for f, g, dl in plan.values())
+    r = Run(CFG, 4 * 1024 + 120, _schedule(plan)).run()
+    # distinct deadlines? (i*37 % 100 + 7i is injective here) then every one is on time
+    dls = [cyc + L + (i * 37) % 100 for i, cyc in enumerate(range(0, 4 * 1024, 7))]
+    assert len(set(dls)) == len(dls)
+    assert len(r.pops) == len(plan)
+    want = sorted((cyc + L + (i * 37) % 100) for i, cyc in enumerate(range(0, 4 * 1024, 7)))
+    assert [cyc for cyc, *_ in r.pops] == want
+    assert len(expected) == len(plan)
+
+
+def test_lagging_consumer_catch_up():
+    """pop.ready low until cycle 150 with 10 entries due meanwhile (in adjacent words): they
+    drain one per cycle in deadline order once ready rises; the cursor then skips the empty
+    words at one word (16 slots) per cycle, closing 15 cycles of lag per cycle, so an entry
+    inserted during the catch-up pops exactly at its deadline."""
+    plan = {i: (i, 0, 40 + 3 * i) for i in range(10)}
+    # after the last backlog pop (issued at 159) the cursor is at time 64: lag 96 -> caught up
+    # after ceil(96 / 15) = 7 cycles, well before 175
+    plan[162] = (11, 2, 175)
+    r = Run(CFG, 230, _schedule(plan), ready=lambda cyc: cyc >= 150).run()
+    assert [(now, f) for now, f, *_ in r.pops[:10]] == [(150 + i, i) for i in range(10)]
+    assert r.pops[10][:2] == (175, 11)
+
+
+def test_lag_beyond_horizon_parks_at_cursor():
+    """When the cursor lags by more than a word, the park point is H after the cursor's word
+    (not now + H), so the window never aliases: after a stall until 340 and a backlog drained
+    at 340..349 (the last one, time 67, issued at 348; the cursor then moves one word per
+    cycle from time 80), an insert at 352 (cursor at 128) with deadline 370 is parked at
+    128 + 15 + H = 271 (slot 15) and pops early, when the cursor reaches it (word 256 at cycle
+    360), i.e. at 361."""
+    plan = {i: (i, 0, 40 + 3 * i) for i in range(10)}
+    plan[352] = (11, 2, 370)
+    r = Run(CFG, 400, _schedule(plan), ready=lambda cyc: cyc >= 340).run()
+    assert [(now, f) for now, f, *_ in r.pops[:10]] == [(340 + i, i) for i in range(10)]
+    assert r.pops[10] == (361, 11, 2, 15)
+
+
+def test_long_stall_catch_up_bound():
+    """After a stall with the cursor held at an entry, it lags by ~600 cycles over empty
+    words: at one word (16 slots) per cycle it catches up within 600/16 + 2 cycles, so an
+    entry due 45 cycles after the release pops on time."""
+    release = 700
+    plan = {0: (1, 0, 60), release - 5: (2, 0, release + 45)}
+    r = Run(CFG, release + 80, _schedule(plan), ready=lambda cyc: cyc >= release).run()
+    assert r.pops == [(release, 1, 0, 60), (release + 45, 2, 0, (release + 45) % 256)]
+
+
+def test_inserts_into_cursor_word_every_cycle():
+    """One insert per cycle with deadlines 0..12 cycles ahead (most land in the cursor's word
+    or the next, many collide, some are in the past): RTL == model; pops are EDF-ordered."""
+    rng = random.Random(3)
+    mask = (1 << CFG.time_width) - 1
+
+    def src(cyc, now, run):
+        if cyc < 1500 and run.outstanding < 60:
+            return (rng.randrange(16), rng.randrange(4), (now + rng.randrange(-2, 13)) & mask)
+        return None
+
+    r = Run(CFG, 1700, src, ready=lambda cyc: rng.random() < 0.8).run()
+    assert len(r.pops) == len(r.decisions) > 1000
+    _check_pops_against_decisions(CFG, r)
+
+
+def _check_pops_against_decisions(cfg, r):
+    """Each decision's slot pops exactly once, never before its slot time, in time order."""
+    times = {}
+    for _cyc, flow, gen, _tgt, slot, _d, t_abs in r.decisions:
+        times.setdefault((flow, gen, slot), []).append(t_abs)
+    last = -1
+    for cyc, flow, gen, slot in r.pops:
+        t = times[(flow, gen, slot)].pop(0)
+        assert last <= t <= cyc, (cyc, t, last)
+        last = t
+    assert all(not v for v in times.values())
+
+
+# -- random long run ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cfg", [CFG, CFG4], ids=["B16", "B4"])
+def test_random_long_run(cfg):
+    seed = _seed()
+    rng = random.Random(seed)
+    cycles = 100_000 if os.environ.get("CC_LONG") == "1" else 20_000
+    if cfg is CFG4:
+        cycles //= 4
+    mask = (1 << cfg.time_width) - 1
+    H = cfg.horizon
+    state = {"burst": None, "p_ins": 0.5, "p_rdy": 0.9}
+    regime = 1 << (cfg.time_width - 2)
+
+    drain = cfg.slots + cfg.horizon + cfg.max_entries      # quiet tail: everything pops
+
+    def src(cyc, now, run):
+        if cyc >= cycles - drain:
+            return None
+        if cyc % regime == 0:      # change the regime (short enough not to alias the lag)
+            state["p_ins"] = rng.choice([0.1, 0.5, 0.9, 1.0])
+            state["p_rdy"] = rng.choice([0.0, 0.3, 0.9, 1.0])
+        if run.outstanding >= cfg.max_entries or rng.random() > state["p_ins"]:
+            return None
+        k = rng.random()
+        if state["burst"] is not None and state["burst"][1] > 0:
+            dl, n = state["burst"]
+            state["burst"] = (dl, n - 1)
+        elif k < 0.05:
+            state["burst"] = ((now + rng.randrange(L, H)) & mask, rng.randrange(4, 40))
+            dl = state["burst"][0]
+        elif k < 0.15:
+            dl = now + H + rng.randrange(0, 60)          # parked
+        elif k < 0.25:
+            dl = now + rng.randrange(-3, L + 2)           # late / in the cursor's word
+        else:
+            dl = now + rng.randrange(L, H)
+        return (rng.randrange(1 << cfg.flow_bits), rng.randrange(1 << cfg.gen_bits), dl & mask)
+
+    def ready(cyc):
+        # the consumer may stall, but not so long that the cursor's lag nears 2**W - B
+        return (rng.random() < state["p_rdy"] or r.model.lag(cyc & mask) > regime
+                or cyc >= cycles - drain)
+
+    r = Run(cfg, cycles, src, ready=ready)
+    r.run()
+    assert len(r.decisions) > cycles // 4
+    _check_pops_against_decisions(cfg, r)
+    assert r.model.max_occ > cfg.max_entries // 2        # the wheel was loaded
+    print(f"decisions {len(r.decisions)} max occupancy {r.model.max_occ} "
+          f"max displacement {r.model.max_disp}")
+
+
+# -- pure model: slot choice against a brute-force reference -------------------------------------
+
+@pytest.mark.parametrize("cfg", [CFG, CFG4, TimerWheelConfig(slots=4096, horizon=2048,
+                                                                max_entries=2000, word_bits=32,
+                                                                time_width=14, flow_bits=4)],
+                         ids=["B16", "B4", "S4096"])
+def test_model_slot_choice_property(cfg):
+    """The model's decisions against a sorted list of the absolute times of the entries in
+    the wheel: the slot is the first time >= target not in the list; pops leave in time
+    order, each at or after its slot time, and each pops once."""
+    seed = _seed()
+    rng = random.Random(seed)
+    m = TimerWheelModel(cfg)
+    W, mask, H = cfg.time_width, (1 << cfg.time_width) - 1, cfg.horizon
+    now_abs = 0
+    occupied: list[int] = []          # absolute times (unwrapped) of entries in the wheel
+    wbt_abs = 0                       # the model's cursor, unwrapped
+    outstanding = 0
+    last_pop = -1
+    p_rdy = 0.9
+    for cyc in range(30_000):
+        now = now_abs & mask
+        if cyc % (1 << (W - 2)) == 0:
+            p_rdy = rng.choice([0.0, 0.5, 1.0])
+        ins = None
+        if outstanding < cfg.max_entries and rng.random() < 0.7:
+            kind = rng.random()
+            delta = (rng.randrange(0, 6) if kind < 0.3 else rng.randrange(0, H + 100))
+            ins = (rng.randrange(16), rng.randrange(4), (now + delta) & mask)
+            outstanding += 1
+        rdy = rng.random() < p_rdy or m.lag(now) > (1 << (W - 2))
+        wbt_pre, abs_pre = m.wbt, wbt_abs
+        out = m.step(now, ins, rdy)
+        if m.wbt != wbt_pre:
+            wbt_abs += cfg.word_bits
+        if out.pop_valid and rdy:
+            # unwrapped time of the popped slot: the occupied time with this slot index
+            t = next(t for t in occupied if t % cfg.slots == out.pop_slot)
+            assert t == occupied[0], "not the earliest entry"
+            assert t <= now_abs and t >= last_pop
+            last_pop = t
+            occupied.remove(t)
+            outstanding -= 1
+        dec = m.last_decision
+        if dec is not None:
+            flow, gen, tgt, slot, d = dec
+            assert slot is not None
+            # unwrap the target: at or after the cursor, within the window
+            base = abs_pre + ((tgt - wbt_pre) & mask)
+            assert base - abs_pre < cfg.slots
+            want = base
+            i = bisect.bisect_left(occupied, want)
+            while i < len(occupied) and occupied[i] == want:
+                want += 1
+                i += 1
+            assert (want - base, want % cfg.slots) == (d, slot), (cyc, tgt, want, d, slot)
+            bisect.insort(occupied, want)
+        now_abs += 1
+    assert not m.overflow
