@@ -174,3 +174,31 @@ def test_model_tracks_the_float_reference():
             assert (m.state.pace > 0) == (ref.cwnd < 1)
             worst = max(worst, abs(got - ref.fcwnd))
         assert bound < 0.05, bound
+
+
+def test_state_stays_within_its_declared_widths():
+    # Random events, extremes included: windows in [min_cwnd, max_cwnd], delays within
+    # delay_width, the pacing delay within 32 bits and 0 exactly when cwnd >= 1 packet.
+    rng = random.Random(SEED + 1)
+    for cfg in (SwiftConfig(), SwiftConfig(**KAT),
+                SwiftConfig(delay_width=12, base_target_us=1, fs_range_us=10,
+                            min_cwnd=2**-16, max_cwnd=65535, init_cwnd=1.0)):
+        m = SwiftModel(cfg)
+        r = m.r
+        now = 0
+        for _ in range(3000):
+            now = (now + rng.choice((0, 1, rng.randrange(1 << 20), 1 << 31))) & 0xFFFFFFFF
+            kind = rng.randrange(10)
+            if kind == 0:
+                s = m.on_timeout(now)
+            elif kind == 1:
+                s = m.on_fast_recovery(now)
+            else:
+                s = m.on_ack(SwiftAck(now, rng.choice((0, 1, 1 << 30, rng.randrange(1 << 16))),
+                                      rng.choice((0, rng.randrange(1 << 12))),
+                                      rng.randrange(0, 300), rng.randrange(1, 64)))
+            for w in (s.fcwnd, s.ecwnd):
+                assert r.min_cwnd <= w <= r.max_cwnd < 1 << 32
+            assert 0 <= s.rtt <= r.delay_max and 0 <= s.target <= r.delay_max
+            assert 0 <= s.pace < 1 << 32 and (s.pace == 0) == (s.cwnd >= CW_ONE or s.rtt == 0)
+            assert 0 <= s.retx <= r.retx_reset

@@ -197,3 +197,25 @@ def test_model_tracks_the_float_reference():
             got = out.rate / 1024
             assert abs(got - r) <= bound + 1e-9, (trial, rtt, got, r, bound)
         assert bound < 0.01 * 100_000, bound
+
+
+def test_state_stays_within_its_declared_widths():
+    # Random completions, extremes included: every state word and output within the widths
+    # docs/timely.md declares (what the RTL's registers will hold).
+    rng = random.Random(SEED + 1)
+    for cfg in (TimelyConfig(), TimelyConfig(**KAT), TimelyConfig(rtt_width=12, t_low_us=1,
+                                                                  t_high_us=2, min_rtt_us=1)):
+        m = TimelyModel(cfg)
+        r = m.r
+        for _ in range(3000):
+            t = rng.randrange(1 << 32)
+            rtt = rng.choice((0, 1, r.t_low, r.t_high, r.rtt_max, 1 << 31,
+                              rng.randrange(1 << rng.randrange(1, 32))))
+            out = m.complete(TimelyCompletion(t, (t + rtt) & 0xFFFFFFFF,
+                                              rng.choice((16384, 65536, 1)),
+                                              rng.randrange(1 << 20), rng.randrange(1 << 26)))
+            s = m.state
+            assert r.min_rate <= s.rate <= r.max_rate < 1 << cfg.rate_width
+            assert 0 <= out.rtt <= r.rtt_max and 0 <= s.prev_rtt <= r.rtt_max
+            assert abs(s.rtt_diff) < 1 << (cfg.rtt_width + 8)
+            assert abs(out.gradient) <= GRAD_MAX and 0 <= s.neg <= r.hai_thresh

@@ -121,6 +121,8 @@ class SwiftSenderEndpoint(DelayEndpoint):
                 if (self.next_seq - self.acked + 1) * CW_ONE > cwnd:
                     return
             else:
+                if s.pace == 0 and self.next_seq > self.acked:
+                    return          # below one packet before any RTT sample: one in flight
                 now = self.sim.now
                 if now < self.next_pace:
                     self._wake(self.next_pace)
