@@ -48,7 +48,7 @@ def cmd_verilog(names, args):
               f"{', your configuration' if custom else ''})")
         if "rdl" in paths:
             print(f"  {'':<14} registers: " + ", ".join(
-                paths[k].name for k in ("rdl", "h", "html", "xml")))
+                paths[k].name for k in ("rdl", "h", "html", "xml") if k in paths))
 
 
 def cmd_regs(names, quiet=False):
@@ -61,7 +61,8 @@ def cmd_regs(names, quiet=False):
             continue
         paths = export_registers(regmap, BUILD / name)
         print(f"  {name:<14} registers: "
-              + ", ".join(p.name for k, p in paths.items() if k != "md"))
+              + ", ".join(p.name for k, p in paths.items() if k != "md")
+              + ("" if "h" in paths else "  (PeakRDL not installed: SystemRDL only)"))
 
 
 def main(argv=None):

@@ -90,18 +90,20 @@ def export_registers(regmap, out_dir: Path) -> dict[str, Path]:
     """Write the map's SystemRDL (``<name>.rdl``) and, from it with PeakRDL, the C header
     (``<name>.h``), HTML register documentation (``<name>_regs_html/``) and IP-XACT
     (``<name>.xml``) into ``out_dir``; also the Markdown table (``<name>_regs.md``)."""
-    from peakrdl_cheader.exporter import CHeaderExporter
-    from peakrdl_html import HTMLExporter
-    from peakrdl_ipxact import IPXACTExporter
-    from systemrdl import RDLCompiler
-
     out_dir.mkdir(parents=True, exist_ok=True)
     name = regmap.name
-    paths = {"rdl": out_dir / f"{name}.rdl", "h": out_dir / f"{name}.h",
-             "html": out_dir / f"{name}_regs_html", "xml": out_dir / f"{name}.xml",
-             "md": out_dir / f"{name}_regs.md"}
+    paths = {"rdl": out_dir / f"{name}.rdl", "md": out_dir / f"{name}_regs.md"}
     _write_if_changed(paths["rdl"], regmap.systemrdl())
     _write_if_changed(paths["md"], regmap.markdown())
+    try:
+        from peakrdl_cheader.exporter import CHeaderExporter
+        from peakrdl_html import HTMLExporter
+        from peakrdl_ipxact import IPXACTExporter
+        from systemrdl import RDLCompiler
+    except ImportError:          # (an install without the dev extras: SystemRDL only)
+        return paths
+    paths.update({"h": out_dir / f"{name}.h", "html": out_dir / f"{name}_regs_html",
+                  "xml": out_dir / f"{name}.xml"})
     rdlc = RDLCompiler()
     rdlc.compile_file(str(paths["rdl"]))
     root = rdlc.elaborate(top_def_name=name)
