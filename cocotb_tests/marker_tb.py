@@ -470,7 +470,7 @@ async def dequeue_sampling_and_counters(dut):
 @cocotb.test()
 async def throughput_and_latency(dut):
     """One descriptor per clock with no idle cycles and an always-ready sink, and the decision
-    EgressMarker.LATENCY (3) cycles after its descriptor is accepted."""
+    EgressMarker.LATENCY cycles after its descriptor is accepted."""
     from hw.switch.marker import EgressMarker
 
     cfg = env_config(MarkerConfig)
@@ -521,7 +521,8 @@ async def marking_statistics(dut):
 
 @cocotb.test()
 async def reset_clears_state(dut):
-    """A reset in the middle of traffic empties every queue and restores the registers."""
+    """A reset in the middle of traffic empties every queue (the block RAM is swept to 0,
+    ``desc.ready`` low meanwhile) and restores the registers."""
     cfg = env_config(MarkerConfig)
     tb = MarkerTB(dut, cfg, test_seed(17))
     await tb.start()
@@ -530,5 +531,9 @@ async def reset_clears_state(dut):
     await tb.reset()
     tb.model = MarkerModel(cfg)
     await ClockCycles(dut.clk, 2)
+    await tb.check_registers()
+    # the queue held 5000 bytes before the reset: a dequeue now underflows
+    await tb.run_items([Descriptor.dequeue(500, Ecn.ECT0)])
+    assert tb.model.read(MarkerReg.CNT_MALFORMED) == 1
     await tb.check_registers()
     await tb.finish()

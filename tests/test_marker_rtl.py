@@ -63,3 +63,15 @@ def test_random_events_match_golden_model():
                                                       "sample_at": 0}).as_bits()
     reasons = {d.reason.name for d in expected}
     assert {"NONE", "UNDERFLOW", "NOT_ECT_AT_K"} <= reasons
+
+
+def test_switch_radix_marker_elaborates_small():
+    # 1024 ports x 8 priorities: the occupancies are one block RAM, not 8192 registers and
+    # their multiplexers (the flip-flop design exported as 215k lines of Verilog).
+    from amaranth.back import rtlil
+
+    cfg = MarkerConfig.dcqcn(ports=1024, priorities=8, k_min=5_000, k_max=200_000,
+                             p_max=0.01, buf_max=1_000_000, shared_buffer=12_000_000)
+    text = rtlil.convert(EgressMarker(cfg), name="marker_1024x8", emit_src=False)
+    assert len(text.splitlines()) < 30_000
+    assert "memory" in text or "$mem" in text

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import (
@@ -24,6 +25,7 @@ from ..layouts import (
     marker_descriptor_layout,
 )
 from ..lib.csr import CsrBank
+from ..lib.pipemul import pipelined_product, product_levels
 from .marker_config import (
     COUNTER_MAX,
     CSR_ADDR_WIDTH,
@@ -61,17 +63,30 @@ class EgressMarker(wiring.Component):
         The identification header (block type ``MRKR``) is at words 0x10..0x13; unmapped
         words read 0.
 
+    Queue occupancies live in block RAM (one ``occ_width``-bit word per queue, read when the
+    descriptor is accepted, written back two stages later from registers); the three
+    descriptors ahead whose write-back the read cannot have seen are forwarded, so
+    back-to-back descriptors of one queue see each other's updates exactly.  After a reset the
+    block spends ``ports * priorities`` clocks writing every occupancy to 0 (``desc.ready``
+    low), so a reset empties every queue.
+
     Latency and throughput
     ----------------------
     One descriptor per clock, sustained.  With an always-ready sink, a decision is transferred
-    5 clock edges after its descriptor (stages: queue read with forwarding, admission and queue
-    write-back, threshold comparisons, ramp product, draw comparison).  ``desc.ready`` falls
-    only when ``decision`` is back-pressured or a register write is pending.  Counters
-    advance one cycle after the decision they count.
+    8 clock edges after its descriptor (stages: block-RAM read, forwarding of queues in
+    flight, admission, threshold comparisons, three for the ramp product, draw comparison).
+    The two products of the ramp (``r * (K_max - K_min)`` and ``P_max * (q - K_min)``) are
+    shift-and-add trees in logic with a register per level (:mod:`hw.lib.pipemul`): a product
+    in the FPGA's multiplier blocks, unregistered, would hold the clock near 125 MHz.
+    ``desc.ready`` falls only when ``decision`` is back-pressured, a register write is
+    pending or the occupancies are being cleared after a reset.  Counters advance one cycle
+    after the decision they count.
     """
 
     #: clock edges from the transfer of a descriptor to the transfer of its decision
-    LATENCY = 5
+    LATENCY = 8
+    #: register levels of the ramp products (enough for draw_bits up to 24)
+    MUL_STAGES = 3
 
     def __init__(self, config: MarkerConfig):
         if not isinstance(config, MarkerConfig):
@@ -101,14 +116,29 @@ class EgressMarker(wiring.Component):
         k_drop, buf_max, shared_buffer = bank["K_DROP"], bank["BUF_MAX"], bank["SHARED_BUFFER"]
 
         # ---- state -----------------------------------------------------------------------
-        occ = [Signal(W, name=f"occ_p{i // cfg.priorities}_q{i % cfg.priorities}")
-               for i in range(cfg.queues)]
+        # One word per queue in block RAM: a switch radix (1024 x 8) is 8192 words, which as
+        # flip-flops would be a 200k-line netlist and a 13-bit multiplexer on the critical loop.
+        # (at least two words: a zero-width address would not export)
+        m.submodules.occ = occ_mem = Memory(shape=W, depth=max(cfg.queues, 2), init=[])
+        occ_rd = occ_mem.read_port(domain="sync")        # old contents on a same-edge write
+        occ_wr = occ_mem.write_port()
+        # port * priorities + prio for every encodable (port, prio), so that an index out of
+        # range is compared exactly (such descriptors are rejected and never written back).
+        index_shape = range(((1 << cfg.port_width) - 1) * cfg.priorities
+                            + (1 << cfg.prio_width))
         shared = Signal(W)
         lfsr = Signal(cfg.lfsr.width, init=cfg.lfsr.seed)
         counters = {reg: bank[reg.name] for reg in MarkerReg.counters()}
 
         # ---- pipeline registers ----------------------------------------------------------
+        s0_valid, s0 = Signal(), Signal(desc_layout)     # the block RAM is being read
+        s0_index, s0_draw = Signal(index_shape), Signal(D)
+        s0_room, s0_pool_room = Signal(W + 1), Signal(W + 1)
+        # Which descriptor ahead (1, 2 or 3 places) last updated this queue: the read could not
+        # see their write-backs, so their results are forwarded instead.
+        s0_fwd1, s0_fwd2, s0_fwd3 = Signal(), Signal(), Signal()
         s1_valid = Signal()
+        s1_index = Signal(index_shape)
         s1 = Signal(desc_layout)
         s1_draw = Signal(D)
         s1_q = Signal(W)                    # the queue's bytes, read when the descriptor came in
@@ -118,28 +148,26 @@ class EgressMarker(wiring.Component):
         s1_pool_room = Signal(W + 1)
         s2_valid = Signal()
         s2 = Signal(desc_layout)
+        s2_index, s2_bad, s2_q_after = Signal(index_shape), Signal(), Signal(W)
+        s3_index, s3_q_after = Signal(index_shape), Signal(W)
         s2_qlen = Signal(W)                 # queue bytes the decision is taken on
         s2_reason = Signal(DropReason)
         s2_eligible = Signal()              # admitted, ECT, and at the ECN sampling point
-        s2_draw_span = Signal(D + W)        # r * (K_max - K_min)
         s3_valid, s3 = Signal(), Signal(desc_layout)
         s3_qlen, s3_reason, s3_eligible = Signal(W), Signal(DropReason), Signal()
-        s3_draw_span = Signal(D + W)
         s3_excess = Signal(W)               # q - K_min (used only inside the ramp)
         s3_above_max, s3_above_min = Signal(), Signal()
         s4_valid, s4 = Signal(), Signal(desc_layout)
         s4_qlen, s4_reason = Signal(W), Signal(DropReason)
-        s4_draw_span = Signal(D + W)
-        s4_product = Signal(D + 1 + W)      # P_max * (q - K_min)
         s4_mark_full, s4_mark_ramp = Signal(), Signal()   # eligible & (above K_max | in ramp)
         increments = {reg: Signal(name=f"inc_{reg.name.lower()}") for reg in counters}
         increment_pending = Signal()
 
         # ---- handshake conditions ----------------------------------------------------------
         advance = ~self.decision.valid | self.decision.ready
-        pipeline_empty = ~(s1_valid | s2_valid | s3_valid | s4_valid | self.decision.valid
-                           | increment_pending)
-        m.d.comb += self.desc.ready.eq(advance & ~self.csr_w.valid)
+        in_flight = [s0_valid, s1_valid, s2_valid, s3_valid]   # and the product stages, below
+        clearing = Signal(init=1)           # writing every occupancy to 0 after a reset
+        m.d.comb += self.desc.ready.eq(advance & ~self.csr_w.valid & ~clearing)
         desc_accept = self.desc.valid & self.desc.ready
 
         def at_or_above(x, k):
@@ -149,7 +177,6 @@ class EgressMarker(wiring.Component):
             return d.port * cfg.priorities + d.prio
 
         # ---- stage 1: admission and the queue update (combinational on s1) ------------------
-        s1_index = queue_index(s1)
         bad_queue = (s1.port >= cfg.ports) | (s1.prio >= cfg.priorities)
         length = s1.length
         is_enqueue = s1.op == QueueOp.ENQUEUE
@@ -178,31 +205,39 @@ class EgressMarker(wiring.Component):
         sample_point = Mux(is_enqueue, SamplePoint.ENQUEUE.value, SamplePoint.DEQUEUE.value)
         ect = (s1.ecn == Ecn.ECT0) | (s1.ecn == Ecn.ECT1)
 
-        # ---- stage 0 -> 1: take the descriptor, its random draw and its queue's bytes ----------
+        # ---- accept -> stage 0: take the descriptor and its random draw, read its queue -------
         in_index = queue_index(self.desc.payload)
-        occ_read = Signal(W)
-        with m.Switch(in_index):
-            for i, counter in enumerate(occ):
-                with m.Case(i):
-                    m.d.comb += occ_read.eq(counter)
-            with m.Default():
-                m.d.comb += occ_read.eq(0)   # bad queue: the descriptor will be rejected
-        # Forwarding: the descriptor in stage 1 writes its queue on the same edge.
-        forward = s1_valid & (in_index == s1_index)
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
+        m.d.comb += [occ_rd.addr.eq(in_index), occ_rd.en.eq(desc_accept)]
         with m.If(advance):
-            m.d.sync += s1_valid.eq(desc_accept)
+            m.d.sync += s0_valid.eq(desc_accept)
         with m.If(desc_accept):
             m.d.sync += [
-                s1.eq(self.desc.payload),
-                s1_draw.eq(lfsr_next[:D]),
-                s1_q.eq(Mux(forward, q_after, occ_read)),
-                s1_room.eq(buf_max - self.desc.payload.length),
-                s1_pool_room.eq(shared_buffer - self.desc.payload.length),
+                s0.eq(self.desc.payload),
+                s0_index.eq(in_index),
+                s0_draw.eq(lfsr_next[:D]),
+                s0_room.eq(buf_max - self.desc.payload.length),
+                s0_pool_room.eq(shared_buffer - self.desc.payload.length),
+                # The read on this edge misses the write-back of the descriptor now leaving
+                # stage 2 and of the two behind it (in stages 1 and 0).
+                s0_fwd1.eq(s0_valid & (s0_index == in_index)),
+                s0_fwd2.eq(s1_valid & (s1_index == in_index)),
+                s0_fwd3.eq(s2_valid & (s2_index == in_index)),
                 lfsr.eq(lfsr_next),
             ]
 
-        # ---- stage 1 -> 2: write the queue back ---------------------------------------------
+        # ---- stage 0 -> 1: the queue's bytes, forwarded from the descriptors ahead -----------
+        # Newest first: the one in stage 1 now (its result is q_after, on this edge), then the
+        # ones in stages 2 and 3 (their registered results).
+        with m.If(advance):
+            m.d.sync += [
+                s1_valid.eq(s0_valid), s1.eq(s0), s1_index.eq(s0_index), s1_draw.eq(s0_draw),
+                s1_room.eq(s0_room), s1_pool_room.eq(s0_pool_room),
+                s1_q.eq(Mux(s0_fwd1, q_after, Mux(s0_fwd2, s2_q_after,
+                                                  Mux(s0_fwd3, s3_q_after, occ_rd.data)))),
+            ]
+
+        # ---- stage 1 -> 2 -> 3: the queue's write-back, from registers -----------------------
         # K_max - K_min as a register: it changes only with a register write, which is taken
         # with the pipeline empty, and the first descriptor after a write reaches stage 1 no
         # sooner than a cycle later, when the register already holds the new span.
@@ -212,43 +247,64 @@ class EgressMarker(wiring.Component):
             m.d.sync += [
                 s2_valid.eq(s1_valid),
                 s2.eq(s1),
+                s2_index.eq(s1_index), s2_bad.eq(bad_queue), s2_q_after.eq(q_after),
+                s3_index.eq(s2_index), s3_q_after.eq(s2_q_after),
                 s2_reason.eq(reason),
                 s2_qlen.eq(Mux(bad_queue, 0, Mux(is_enqueue | ~admitted, s1_q, q_minus))),
                 s2_eligible.eq(admitted & ect & (ctrl.sample_at == sample_point)),
-                s2_draw_span.eq(s1_draw * span),
             ]
-            with m.If(s1_valid):
-                for i, counter in enumerate(occ):
-                    with m.If(s1_index == i):
-                        m.d.sync += counter.eq(q_after)
-                with m.If(admitted):
-                    m.d.sync += shared.eq(Mux(is_enqueue, shared_plus[:W],
-                                              (shared - length)[:W]))
+            with m.If(s1_valid & admitted):
+                m.d.sync += shared.eq(Mux(is_enqueue, shared_plus[:W], (shared - length)[:W]))
+        # The write-back is unconditional (an unchanged queue writes its own value), so the
+        # write enable depends on the index only, not on the admission arithmetic.
+        clear_index = Signal(range(max(cfg.queues, 2)))
+        with m.If(clearing):
+            m.d.comb += [occ_wr.addr.eq(clear_index), occ_wr.data.eq(0), occ_wr.en.eq(1)]
+            m.d.sync += clear_index.eq(clear_index + 1)
+            with m.If(clear_index == cfg.queues - 1):
+                m.d.sync += clearing.eq(0)
+        with m.Else():
+            m.d.comb += [occ_wr.addr.eq(s2_index), occ_wr.data.eq(s2_q_after),
+                         occ_wr.en.eq(advance & s2_valid & ~s2_bad)]
 
         # ---- stage 2 -> 3: threshold comparisons ---------------------------------------------
         with m.If(advance):
             m.d.sync += [
                 s3_valid.eq(s2_valid), s3.eq(s2), s3_qlen.eq(s2_qlen),
                 s3_reason.eq(s2_reason), s3_eligible.eq(s2_eligible),
-                s3_draw_span.eq(s2_draw_span),
                 s3_excess.eq((s2_qlen - k_min)[:W]),
                 s3_above_max.eq(at_or_above(s2_qlen, k_max)),
                 s3_above_min.eq(at_or_above(s2_qlen, k_min)),
             ]
 
-        # ---- stage 3 -> 4: the ramp product --------------------------------------------------
+        # ---- stage 3 -> 4: the ramp products, MUL_STAGES register levels ---------------------
+        # r * (K_max - K_min) starts in stage 1 (the draw and the span are known there) and
+        # P_max * (q - K_min) in stage 3; both are ready, with the descriptor, in stage 4.
+        assert product_levels(D + 1) <= self.MUL_STAGES
+        draw_span, _ = pipelined_product(m, span, s1_draw, en=advance, name="draw_span",
+                                         stages=2 + self.MUL_STAGES)
+        product, _ = pipelined_product(m, s3_excess, p_max, en=advance, name="ramp",
+                                       stages=self.MUL_STAGES)
         step_profile = ctrl.profile == Profile.DCTCP.value
-        with m.If(advance):
-            m.d.sync += [
-                s4_valid.eq(s3_valid), s4.eq(s3), s4_qlen.eq(s3_qlen), s4_reason.eq(s3_reason),
-                s4_draw_span.eq(s3_draw_span),
-                s4_product.eq(p_max * s3_excess),
-                s4_mark_full.eq(s3_eligible & s3_above_max),
-                s4_mark_ramp.eq(s3_eligible & ~s3_above_max & s3_above_min & ~step_profile),
-            ]
+        carried = [
+            ("valid", s3_valid, s4_valid, 1), ("desc", s3, s4, desc_layout),
+            ("qlen", s3_qlen, s4_qlen, W), ("reason", s3_reason, s4_reason, DropReason),
+            ("mark_full", s3_eligible & s3_above_max, s4_mark_full, 1),
+            ("mark_ramp", s3_eligible & ~s3_above_max & s3_above_min & ~step_profile,
+             s4_mark_ramp, 1),
+        ]
+        for what, src, dst, shape in carried:    # the descriptor waits beside the products
+            for k in range(self.MUL_STAGES):
+                last = k == self.MUL_STAGES - 1
+                reg = dst if last else Signal(shape, name=f"mul{k}_{what}")
+                with m.If(advance):
+                    m.d.sync += reg.eq(src)
+                if dst is s4_valid:
+                    in_flight.append(reg)
+                src = reg
 
         # ---- stage 4 -> out: compare the draw, emit the decision -----------------------------
-        mark = s4_mark_full | (s4_mark_ramp & (s4_draw_span < s4_product))
+        mark = s4_mark_full | (s4_mark_ramp & (draw_span < product))
         out = self.decision.payload
         with m.If(advance):
             m.d.sync += self.decision.valid.eq(s4_valid)
@@ -285,6 +341,7 @@ class EgressMarker(wiring.Component):
                 m.d.sync += counter.eq(counter + 1)
 
         # ---- registers: writes while the pipeline is empty (a write wins over a count) -------
+        pipeline_empty = ~Cat(*in_flight, self.decision.valid, increment_pending).any()
         bank.source("SHARED_OCC", shared)
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=pipeline_empty)
 
