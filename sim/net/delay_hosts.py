@@ -15,6 +15,7 @@ from __future__ import annotations
 from hw.layouts import Ecn
 from hw.switch.marker_config import MarkerConfig
 
+from .engine import IDLE
 from .packet import ACK, DATA, NAK, Packet, control
 
 __all__ = ["DelayEndpoint", "EchoReceiver", "path_hops", "no_marking", "RttTrace"]
@@ -144,13 +145,15 @@ class RtoTimer:
     def progress(self) -> None:
         self.last_progress = self.owner.sim.now
 
-    def _check(self) -> None:
+    def _check(self):
         o = self.owner
         if o.finished:
-            return
+            return IDLE
         now = o.sim.now
-        if now - self.last_progress >= self.rto_ps and o.outstanding():
+        fired = now - self.last_progress >= self.rto_ps and o.outstanding()
+        if fired:
             o.net.counters["timeouts"] += 1
             self.last_progress = now
             o.timeout()
         o.sim.at(max(self.last_progress + self.rto_ps, now + 1), self._check)
+        return None if fired else IDLE      # a check that finds nothing is not an event
