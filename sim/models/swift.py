@@ -42,19 +42,12 @@ from hw.nic.swift_config import (
     SwiftConfig,
     fs_index,
 )
+from sim.models.divider import udiv_sat
 
-__all__ = ["SwiftModel", "SwiftState", "SwiftAck", "udiv_sat"]
+__all__ = ["SwiftModel", "SwiftState", "SwiftAck"]
 
 TS_MASK = (1 << TS_BITS) - 1
 CW_MAX_Q = 32          #: quotient bits of the increase division (a UQ16.16 result)
-
-
-def udiv_sat(num: int, den: int, qbits: int) -> int:
-    """``floor(num / den)`` saturated to ``2**qbits - 1`` (a ``qbits``-step restoring divider,
-    exact when ``num < den * 2**qbits``, which the RTL checks to saturate).  ``den`` >= 1."""
-    if num >= den << qbits:
-        return (1 << qbits) - 1
-    return num // den
 
 
 @dataclass

@@ -40,22 +40,14 @@ from hw.nic.timely_config import (
     TS_BITS,
     TimelyConfig,
 )
+from sim.models.divider import udiv_sat
 
-__all__ = ["TimelyModel", "TimelyState", "TimelyCompletion", "TimelyOutcome", "udiv_sat",
+__all__ = ["TimelyModel", "TimelyState", "TimelyCompletion", "TimelyOutcome",
            "REGION_LOW", "REGION_HIGH", "REGION_GRAD_INC", "REGION_GRAD_DEC", "REGION_FIRST"]
 
 TS_MASK = (1 << TS_BITS) - 1
 REGION_LOW, REGION_HIGH, REGION_GRAD_INC, REGION_GRAD_DEC = range(4)
 REGION_FIRST = REGION_GRAD_INC    # the first completion has gradient 0: the gradient rule
-
-
-def udiv_sat(num: int, den: int, qbits: int) -> int:
-    """``floor(num / den)`` saturated to ``2**qbits - 1``: what a ``qbits``-step restoring
-    divider gives (its quotient is exact whenever ``num < den * 2**qbits``, and the RTL checks
-    that condition to saturate).  ``den`` >= 1."""
-    if num >= den << qbits:
-        return (1 << qbits) - 1
-    return num // den
 
 
 @dataclass
