@@ -115,9 +115,11 @@ class EchoReceiver(DelayEndpoint):
                 self.nak_sent = True
                 self.host.nic.send(control(NAK, f.flow_id, f.dst, f.src, self.expected))
             return
+        if pkt.seq % self.every == 0 or self.nak_sent:
+            # the segment's first packet, or the first one after a go-back-N (a retransmitted
+            # segment is timed from its retransmission, not from its first attempt)
+            self.first_stamp = pkt.sent_ps
         self.nak_sent = False
-        if pkt.seq % self.every == 0:
-            self.first_stamp = pkt.sent_ps       # the segment's first packet
         self.expected += 1
         self.delivered_bytes += pkt.size
         if pkt.last:
