@@ -107,6 +107,9 @@ class SwiftSenderEndpoint(DelayEndpoint):
             self.wake_at = None
         s = self.model.state
         self.cwnd_min = min(self.cwnd_min, s.cwnd)
+        if s.cwnd < CW_ONE and not self.below_one:
+            self.below_one = True
+            self.net.counters["flows_below_one_packet"] += 1
         if self.finished:
             return
         nic = self.host.nic
@@ -155,9 +158,6 @@ class SwiftSenderEndpoint(DelayEndpoint):
             fabric = max(total - self.endpoint, 0)
             s = self.model.on_ack(SwiftAck(self.cycle(now), fabric, self.endpoint, self.hops, n))
             self.rtt.add(now, s.rtt)
-            if s.cwnd < CW_ONE and not self.below_one:
-                self.below_one = True
-                self.net.counters["flows_below_one_packet"] += 1
             if self.packets is not None and self.acked >= self.packets:
                 self.finished = True
                 return
