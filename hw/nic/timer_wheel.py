@@ -27,17 +27,19 @@ Structure
 - Per word, two flip-flops: ``nz`` (the RAM word is valid; 0 means "empty whatever the RAM
   holds", so reset needs no clearing sweep and the cursor empties a word by clearing one bit)
   and ``full`` (all B slots taken), the summary the search stage scans.
-- The cursor owns its word: its bits live in a register (pops clear them there, inserts into
-  that word set them there), and the RAM copy is stale until the cursor leaves the word, at
-  which point the word is empty and ``nz`` is cleared.  The cursor reads the next word every
-  cycle, so it moves one word (B slots) per cycle through empty words.
+- The cursor owns its word: its bits live in a register (pops clear them there; an insert
+  into that word sets its bit there and in RAM).  The RAM copy keeps the popped bits until the
+  cursor leaves the word (the word is then empty and ``nz`` is cleared), but those bits are at
+  times <= now + 1, below every insert's target (>= now + 2), so the search, which only looks
+  at or after its target, reads the RAM copy for the cursor's word too.  The cursor reads the
+  next word every cycle, so it moves one word (B slots) per cycle through empty words.
 
 Hazards, all forwarded (never stalled): the decision stage forwards its own previous write
-(consecutive inserts into one word); an insert whose word is the cursor's takes the cursor's
-register (pops clear bits there in the same cycle); the search stage's "next non-full word"
-may be filled by the decision one cycle ahead of it, hence the second candidate; the cursor's
-freshly read word takes the decision stage's write of the cycle before.  Inserts always target
-at least two slots after ``now``, so no insert lands in a word the cursor is leaving.
+(consecutive inserts into one word); pops clear bits only in the cursor's register (no RAM
+write, so pops and inserts never compete for the write port); the search stage's "next
+non-full word" may be filled by the decision one cycle ahead of it, hence the second
+candidate; the cursor's freshly read word takes the decision stage's write of the cycle
+before.  No insert lands in a word the cursor is leaving (its last slot is <= now + 1).
 """
 
 from __future__ import annotations
@@ -257,10 +259,10 @@ class TimerWheel(wiring.Component):
         def fwd(word, rd, nzbit):
             return Mux(a_valid & (a_word == word), a_data, Mux(nzbit, rd, 0))
 
-        own0 = Signal()
-        m.d.comb += own0.eq(s2_w0 == cw)
+        # the RAM copy of the cursor's word still has the bits popped from it, but only at
+        # times <= now + 1, below every target (>= now + 2): the search never sees them
         c0 = Signal(B)
-        m.d.comb += c0.eq(Mux(own0, bits_eff, fwd(s2_w0, b_rd0.data, s2_nz[0])))
+        m.d.comb += c0.eq(fwd(s2_w0, b_rd0.data, s2_nz[0]))
         free0 = Signal(B)
         m.d.comb += free0.eq(~c0 & (Const(ones, B) << s2_off)[:B])
         f0_any, f0 = _first_set([free0[i] for i in range(B)])
