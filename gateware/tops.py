@@ -12,9 +12,12 @@ from dataclasses import dataclass
 
 from hw.nic.cnp_config import CnpGenConfig
 from hw.nic.dcqcn_config import DcqcnRpConfig
+from hw.nic.dcqcn_engine import DcqcnEngineConfig
 from hw.nic.dcqcn_np_config import DcqcnNpConfig
+from hw.nic.flow_engine_config import FlowEngineConfig
 from hw.nic.ldcp_transport_config import LdcpTransportConfig
 from hw.nic.ldcp_window_config import LdcpWindowConfig
+from hw.nic.qcn_engine import QcnEngineConfig
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.nic.rate_limiter_config import RateLimiterConfig
 from hw.switch.cnm_config import CnmGenConfig
@@ -105,6 +108,23 @@ def _marker(cfg):
     return EgressMarker(cfg)
 
 
+def _flow_engine_toy(cfg):
+    from hw.nic.flow_datapath import ToyDatapath
+    from hw.nic.flow_engine import FlowEngine
+    # toy timer period 4000 cycles: 1024 armed flows make 0.26 expiries per cycle
+    return FlowEngine(cfg, ToyDatapath(cfg.time_width, period=4000))
+
+
+def _dcqcn_engine(cfg):
+    from hw.nic.dcqcn_engine import dcqcn_engine
+    return dcqcn_engine(cfg)
+
+
+def _qcn_engine(cfg):
+    from hw.nic.qcn_engine import qcn_engine
+    return qcn_engine(cfg)
+
+
 #: 1 port x 1 priority, LDCP profile (the defaults of MarkerConfig).
 MARKER_1X1 = MarkerConfig()
 
@@ -129,6 +149,10 @@ LDCP_TRANSPORT = LdcpTransportConfig(
 TOPS: dict[str, Top] = {t.name: t for t in [
     Top("marker_1x1", MARKER_1X1, _marker, "egress marker, 1 port x 1 priority, LDCP profile"),
     Top("marker_8x8", MARKER_8X8, _marker, "egress marker, 8 ports x 8 priorities, DCQCN profile"),
+    Top("marker_64x8", MarkerConfig.dcqcn(ports=64, priorities=8, k_min=5_000, k_max=200_000,
+                                          p_max=0.01, buf_max=1_000_000,
+                                          shared_buffer=12_000_000, sample_at="dequeue"),
+        _marker, "egress marker, 64 ports x 8 priorities (switch radix), DCQCN profile"),
     Top("ldcp_window_g4", LDCP_WINDOW_G4, _ldcp_window,
         "LDCP window engine, alpha 1, beta 1, gamma 1/4, m 4"),
     Top("ldcp_window_g8", LDCP_WINDOW_G8, _ldcp_window,
@@ -148,6 +172,12 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "DCQCN reaction point, HPCC ns-3 mlx profile (100 Gb/s)"),
     Top("dcqcn_rp_connectx", DcqcnRpConfig.profile("connectx"), _dcqcn_rp,
         "DCQCN reaction point, ConnectX firmware defaults (100 Gb/s)"),
+    # DCQCN reaction point on the multi-flow engine: ONE build, any profile through the
+    # run-time registers (reset: ConnectX), 156.25 MHz (docs/dcqcn.md, docs/flow-engine.md).
+    Top("dcqcn_engine_1k", DcqcnEngineConfig.for_flows(1024), _dcqcn_engine,
+        "DCQCN engine, 1024 flows in block RAM, every profile at run time"),
+    Top("dcqcn_engine_4k", DcqcnEngineConfig.for_flows(4096), _dcqcn_engine,
+        "DCQCN engine, 4096 flows in block RAM, every profile at run time"),
     # DCQCN notification point, 8 QPs (docs/dcqcn.md, "Notification point").
     Top("dcqcn_np", DcqcnNpConfig(flows=8, rule="paper", min_time_between_cnps=4), _dcqcn_np,
         "DCQCN notification point, 8 QPs, paper rule, min_time_between_cnps 4 us"),
@@ -169,6 +199,11 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "QCN reaction point, IEEE 802.1Q CN MIB defaults, 10 Gb/s, no jitter"),
     Top("qcn_rp_jitter", QcnRpConfig(line_rate_mbps=100_000, jitter=0.15), _qcn_rp,
         "QCN reaction point, 100 Gb/s, reloads jittered +/-15 %"),
+    # QCN reaction point on the multi-flow engine (docs/qcn.md, docs/flow-engine.md).
+    Top("qcn_engine_1k", QcnEngineConfig.for_flows(1024), _qcn_engine,
+        "QCN engine, 1024 flows in block RAM, IEEE 802.1Q CN MIB reset values"),
+    Top("qcn_engine_4k", QcnEngineConfig.for_flows(4096), _qcn_engine,
+        "QCN engine, 4096 flows in block RAM, IEEE 802.1Q CN MIB reset values"),
     # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
     Top("cnm_gen", CnmGenConfig(), _cnm_gen,
         "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
@@ -183,4 +218,7 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "L3QCN CP, QCN priority: QCN CP + private CNM (UDP 1021, 16 sampled bytes)"),
     Top("l3qcn_tor", L3qcnTorConfig(), _l3qcn_tor,
         "L3QCN ingress ToR: private CNM parser + flow-ID table (1024) + CNM generator"),
+    # The multi-flow engine with the toy datapath (docs/flow-engine.md).
+    Top("flow_engine_toy", FlowEngineConfig(n_flows=1024), _flow_engine_toy,
+        "multi-flow engine, 1024 flows, toy datapath (counters, one periodic timer)"),
 ]}

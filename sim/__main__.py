@@ -136,6 +136,8 @@ def _run_job(scenario: str, overrides: dict, algo: str):
 def cmd_run(args) -> int:
     scn = config.load(args.scenario, _overrides(args), _algos(args.algo))
     runner.check(scn)
+    if not args.seeds and scn.replications > 1:
+        args.seeds = list(range(scn.seed, scn.seed + scn.replications))
     if not args.seeds:
         runs = run_scenario(scn, args.quiet)
         folder, data = output.write_all(scn, runs, args.out, plots=not args.no_plots,
@@ -344,8 +346,10 @@ def main(argv=None) -> int:
                      help="output folder out/<scenario>-<tag> (to keep variants apart)")
     run.add_argument("--seeds", type=_seeds,
                      help="replications: run every algorithm at each seed (1..5 or 1,4,9) and "
-                     "print the mean and spread of every metric")
-    run.add_argument("--jobs", type=int, default=1, help="processes for --seeds (1)")
+                     "print the mean and spread of every metric (default: the scenario's "
+                     "replications, from its seed)")
+    run.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                     help="processes for the replications (default: the CPUs)")
     sweep = sub.add_parser("sweep", help="run a parameter grid across local processes")
     common(sweep)
     sweep.add_argument("--param", action="append",

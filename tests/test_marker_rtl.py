@@ -65,6 +65,23 @@ def test_random_events_match_golden_model():
     assert {"NONE", "UNDERFLOW", "NOT_ECT_AT_K"} <= reasons
 
 
+def test_back_to_back_same_queue_at_every_limit():
+    # Two queues, mostly enqueues: the per-queue limit binds right after an admitted
+    # descriptor of the same queue (the limit comparisons are made for both outcomes of the
+    # descriptor just ahead), the pool binds across queues, dequeues underflow.
+    cfg = MarkerConfig.dcqcn(ports=1, priorities=2, k_min=500, k_max=2500, p_max=0.5,
+                             buf_max=3000, shared_buffer=5000, draw_bits=4)
+    rng = random.Random(21)
+    items = [Descriptor(QueueOp.ENQUEUE if rng.random() < 0.65 else QueueOp.DEQUEUE, 0,
+                        rng.randrange(2), rng.choice((0, 100, 500, 1000, 1500)),
+                        Ecn(rng.randrange(4))) for _ in range(800)]
+    model = MarkerModel(cfg)
+    expected = [model.step(d) for d in items]
+    decisions, _ = run(cfg, items)
+    assert decisions == expected
+    assert {"QUEUE_FULL", "POOL_FULL", "UNDERFLOW"} <= {d.reason.name for d in expected}
+
+
 def test_switch_radix_marker_elaborates_small():
     # 1024 ports x 8 priorities: the occupancies are one block RAM, not 8192 registers and
     # their multiplexers (the flip-flop design exported as 215k lines of Verilog).

@@ -121,8 +121,8 @@ def test_run_with_seeds_prints_and_writes_the_spread(tmp_path, capsys):
     path = tmp_path / "reps.toml"
     path.write_text(textwrap.dedent(SCENARIO))
     out = tmp_path / "out"
-    assert main(["run", str(path), "--seeds", "3..5", "--out", str(out), "--quiet",
-                 "--no-plots"]) == 0
+    assert main(["run", str(path), "--seeds", "3..5", "--jobs", "1", "--out", str(out),
+                 "--quiet", "--no-plots"]) == 0
     printed = capsys.readouterr().out
     assert "3 seeds 3..5: mean ±sd, [min, max]" in printed
     reps = json.loads((out / "reps" / "replications.json").read_text())

@@ -22,13 +22,14 @@ datapath).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from dataclasses import fields as dc_fields
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data
 
 from ..lib.arith import named_wire, umax, umin
-from ..params import ConfigError, check_int
+from ..params import BlockConfig, ConfigError, check_int
 from .dcqcn_config import (
     ALPHA_FRAC,
     ALPHA_ONE,
@@ -39,9 +40,10 @@ from .dcqcn_config import (
     DcqcnRpConfig,
 )
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
+from .flow_engine_config import FlowEngineConfig
 
-__all__ = ["DcqcnDatapath", "flow_state_layout", "register_widths", "dcqcn_engine", "state_bits",
-           "timer_outputs"]
+__all__ = ["DcqcnDatapath", "DcqcnEngineConfig", "flow_state_layout", "register_widths",
+           "dcqcn_engine", "state_bits", "timer_outputs"]
 
 # hardware codes of the profile switches (DcqcnRpRegisters; docs/dcqcn.md, "Profiles")
 _FR, _AI, _HAI = 0, 1, 2
@@ -302,11 +304,37 @@ def timer_outputs(m, prefix, n, s, due, t, W, timers) -> DatapathOut:
                        late=named_wire(m, prefix + "_late", late, W))
 
 
-def dcqcn_engine(engine_config=None, config: DcqcnRpConfig | None = None):
-    """The engine top: :class:`FlowEngine` around a :class:`DcqcnDatapath` (default: the
-    ConnectX profile at 156.25 MHz, N = 1024)."""
+@dataclass(frozen=True)
+class DcqcnEngineConfig(BlockConfig):
+    """A DCQCN engine top: the engine's sizing (:class:`FlowEngineConfig`: flows, W, wheel) and
+    the algorithm's configuration (:class:`DcqcnRpConfig`: structural widths and the registers'
+    reset values; any profile's knobs can be written at run time).  The two clocks must agree.
+    """
+
+    engine: FlowEngineConfig = FlowEngineConfig()
+    rp: DcqcnRpConfig = DcqcnRpConfig(clk_hz=156_250_000)
+
+    def __post_init__(self):
+        if not isinstance(self.engine, FlowEngineConfig):
+            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
+        if not isinstance(self.rp, DcqcnRpConfig):
+            raise ConfigError(self, "rp", self.rp, "a DcqcnRpConfig")
+        if self.rp.clk_hz != self.engine.clk_hz:
+            raise ConfigError(self, "rp.clk_hz", self.rp.clk_hz,
+                              f"the engine's clk_hz ({self.engine.clk_hz})")
+        DcqcnDatapath(self.rp, self.engine.time_width)       # validates the widths
+
+    @classmethod
+    def for_flows(cls, n_flows: int, **rp) -> DcqcnEngineConfig:
+        """``n_flows`` flows, the engine's defaults, the ConnectX profile at 156.25 MHz (with
+        ``rp`` overrides) as the reset values."""
+        engine = FlowEngineConfig(n_flows=n_flows)
+        return cls(engine=engine, rp=DcqcnRpConfig.profile("connectx", clk_hz=engine.clk_hz,
+                                                           **rp))
+
+
+def dcqcn_engine(config: DcqcnEngineConfig | None = None):
+    """The engine top: :class:`FlowEngine` around a :class:`DcqcnDatapath`."""
     from .flow_engine import FlowEngine
-    from .flow_engine_config import FlowEngineConfig
-    ecfg = FlowEngineConfig() if engine_config is None else engine_config
-    cfg = DcqcnRpConfig(clk_hz=ecfg.clk_hz) if config is None else config
-    return FlowEngine(ecfg, DcqcnDatapath(cfg, ecfg.time_width))
+    cfg = DcqcnEngineConfig() if config is None else config
+    return FlowEngine(cfg.engine, DcqcnDatapath(cfg.rp, cfg.engine.time_width))

@@ -13,15 +13,19 @@ per reload draw, in the order the engine applies events.  The bit-exact model is
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data
 
 from ..lib.arith import named_wire, umax, umin
-from ..params import ConfigError, check_int
+from ..params import BlockConfig, ConfigError, check_int
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
+from .flow_engine_config import FlowEngineConfig
 from .qcn_rp_config import MDF_FRAC, STAGE_MAX, QcnRpConfig
 
-__all__ = ["QcnDatapath", "qcn_flow_state_layout", "qcn_register_list", "qcn_engine"]
+__all__ = ["QcnDatapath", "QcnEngineConfig", "qcn_flow_state_layout", "qcn_register_list",
+           "qcn_engine"]
 
 STAGE_BITS = 8
 
@@ -182,11 +186,34 @@ class QcnDatapath(FlowDatapath):
                            late=wire("late", (t - s.t_dl)[:W]))
 
 
-def qcn_engine(engine_config=None, config: QcnRpConfig | None = None):
-    """The engine top: :class:`FlowEngine` around a :class:`QcnDatapath` (default: the IEEE
-    802.1Q MIB values at 156.25 MHz, N = 1024)."""
+@dataclass(frozen=True)
+class QcnEngineConfig(BlockConfig):
+    """A QCN engine top: the engine's sizing (:class:`FlowEngineConfig`) and the algorithm's
+    configuration (:class:`QcnRpConfig`: widths, LFSR, the registers' reset values)."""
+
+    engine: FlowEngineConfig = FlowEngineConfig()
+    rp: QcnRpConfig = QcnRpConfig(clk_hz=156_250_000)
+
+    def __post_init__(self):
+        if not isinstance(self.engine, FlowEngineConfig):
+            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
+        if not isinstance(self.rp, QcnRpConfig):
+            raise ConfigError(self, "rp", self.rp, "a QcnRpConfig")
+        if self.rp.clk_hz != self.engine.clk_hz:
+            raise ConfigError(self, "rp.clk_hz", self.rp.clk_hz,
+                              f"the engine's clk_hz ({self.engine.clk_hz})")
+        QcnDatapath(self.rp, self.engine.time_width)          # validates the widths
+
+    @classmethod
+    def for_flows(cls, n_flows: int, **rp) -> QcnEngineConfig:
+        """``n_flows`` flows, the engine's defaults, the IEEE 802.1Q MIB values at 156.25 MHz
+        (with ``rp`` overrides) as the reset values."""
+        engine = FlowEngineConfig(n_flows=n_flows)
+        return cls(engine=engine, rp=QcnRpConfig(clk_hz=engine.clk_hz, **rp))
+
+
+def qcn_engine(config: QcnEngineConfig | None = None):
+    """The engine top: :class:`FlowEngine` around a :class:`QcnDatapath`."""
     from .flow_engine import FlowEngine
-    from .flow_engine_config import FlowEngineConfig
-    ecfg = FlowEngineConfig() if engine_config is None else engine_config
-    cfg = QcnRpConfig(clk_hz=ecfg.clk_hz) if config is None else config
-    return FlowEngine(ecfg, QcnDatapath(cfg, ecfg.time_width))
+    cfg = QcnEngineConfig() if config is None else config
+    return FlowEngine(cfg.engine, QcnDatapath(cfg.rp, cfg.engine.time_width))

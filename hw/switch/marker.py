@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -64,17 +64,21 @@ class EgressMarker(wiring.Component):
         words read 0.
 
     Queue occupancies live in block RAM (one ``occ_width``-bit word per queue, read when the
-    descriptor is accepted, written back two stages later from registers); the three
+    descriptor is accepted, written back from registers after admission); the five
     descriptors ahead whose write-back the read cannot have seen are forwarded, so
-    back-to-back descriptors of one queue see each other's updates exactly.  After a reset the
+    back-to-back descriptors of one queue see each other's updates exactly.  The descriptor
+    just ahead is still being admitted when this one's limits are compared, so every
+    comparison is made for both of its outcomes and admission only selects: the loop from one
+    admission to the next is a few multiplexers, not an adder and a comparator.  After a reset the
     block spends ``ports * priorities`` clocks writing every occupancy to 0 (``desc.ready``
     low), so a reset empties every queue.
 
     Latency and throughput
     ----------------------
     One descriptor per clock, sustained.  With an always-ready sink, a decision is transferred
-    8 clock edges after its descriptor (stages: block-RAM read, forwarding of queues in
-    flight, admission, threshold comparisons, three for the ramp product, draw comparison).
+    10 clock edges after its descriptor (stages: block-RAM read, forwarding of queues in
+    flight, limit comparisons, admission, threshold comparisons, three for the ramp product,
+    draw comparison).
     The two products of the ramp (``r * (K_max - K_min)`` and ``P_max * (q - K_min)``) are
     shift-and-add trees in logic with a register per level (:mod:`hw.lib.pipemul`): a product
     in the FPGA's multiplier blocks, unregistered, would hold the clock near 125 MHz.
@@ -84,7 +88,7 @@ class EgressMarker(wiring.Component):
     """
 
     #: clock edges from the transfer of a descriptor to the transfer of its decision
-    LATENCY = 8
+    LATENCY = 10
     #: register levels of the ramp products (enough for draw_bits up to 24)
     MUL_STAGES = 3
 
@@ -131,25 +135,51 @@ class EgressMarker(wiring.Component):
         counters = {reg: bank[reg.name] for reg in MarkerReg.counters()}
 
         # ---- pipeline registers ----------------------------------------------------------
-        s0_valid, s0 = Signal(), Signal(desc_layout)     # the block RAM is being read
-        s0_index, s0_draw = Signal(index_shape), Signal(D)
-        s0_room, s0_pool_room = Signal(W + 1), Signal(W + 1)
-        # Which descriptor ahead (1, 2 or 3 places) last updated this queue: the read could not
-        # see their write-backs, so their results are forwarded instead.
-        s0_fwd1, s0_fwd2, s0_fwd3 = Signal(), Signal(), Signal()
+        # Stages A (block RAM read), B (the queue's bytes, forwarded), C (every limit check
+        # computed twice), 1 (admission), 2 (write-back), 3 (thresholds), then the products.
+        SW = signed(W + 3)                  # limits adjusted by a signed packet length
+        s0_valid, s0 = Signal(), Signal(desc_layout)       # stage A
+        s0_index, s0_draw, s0_bad = Signal(index_shape), Signal(D), Signal()
+        s0_delta = Signal(signed(cfg.len_width + 1))       # +length (enqueue), -length (dequeue)
+        s0_room, s0_pool_room = Signal(SW), Signal(SW)     # buf_max - length, shared_buffer - ..
+        # Whether the descriptor 1, 2, 3, 4 or 5 places ahead is for this queue: the block RAM
+        # read cannot have seen their write-backs.  The one just ahead (same0) is still being
+        # decided when this one's limits are checked, so each check is made both ways.
+        s0_same0, s0_f1, s0_f2, s0_f3, s0_f4 = (Signal(name=f"s0_{n}") for n in
+                                                ("same0", "f1", "f2", "f3", "f4"))
+        sb_valid, sb = Signal(), Signal(desc_layout)        # stage B
+        sb_index, sb_draw, sb_bad = Signal(index_shape), Signal(D), Signal()
+        sb_delta = Signal.like(s0_delta)
+        sb_room, sb_pool_room = Signal(SW), Signal(SW)
+        sb_same0, sb_f1, sb_f2, sb_f3, sb_f4 = (Signal(name=f"sb_{n}") for n in
+                                                ("same0", "f1", "f2", "f3", "f4"))
+        sb_mem = Signal(W)                                  # the block RAM's word, registered
+        sc_valid, sc = Signal(), Signal(desc_layout)        # stage C
+        sc_index, sc_draw, sc_bad, sc_same0 = Signal(index_shape), Signal(D), Signal(), Signal()
+        sc_q = Signal(W)                    # the queue's bytes before the descriptor just ahead
+        sc_delta, sc_delta_prev = Signal.like(s0_delta), Signal.like(s0_delta)
+        sc_delta_sum = Signal(signed(cfg.len_width + 2))
+        sc_room, sc_room_adj = Signal(SW), Signal(SW)
+        sc_pool_room, sc_pool_room_adj = Signal(SW), Signal(SW)
+        sc_under_adj, sc_k_drop_adj = Signal(SW), Signal(SW)
         s1_valid = Signal()
         s1_index = Signal(index_shape)
         s1 = Signal(desc_layout)
-        s1_draw = Signal(D)
-        s1_q = Signal(W)                    # the queue's bytes, read when the descriptor came in
-        # buf_max - length and shared_buffer - length, computed on the way in so that each limit
-        # check in the queue's read-modify-write loop is one comparison, not an add + compare.
-        s1_room = Signal(W + 1)             # top bit set: the packet is larger than the limit
-        s1_pool_room = Signal(W + 1)
+        s1_draw, s1_bad, s1_same0 = Signal(D), Signal(), Signal()
+        # Suffix _a: the descriptor just ahead changed nothing here; _b: it was admitted.
+        s1_qa, s1_qb, s1_qa_after, s1_qb_after = (Signal(W, name=f"s1_{n}") for n in
+                                                  ("qa", "qb", "qa_after", "qb_after"))
+        s1_full_a, s1_full_b, s1_pool_a, s1_pool_b = (Signal(name=f"s1_{n}") for n in
+                                                      ("full_a", "full_b", "pool_a", "pool_b"))
+        s1_kd_a, s1_kd_b, s1_under_a, s1_under_b = (Signal(name=f"s1_{n}") for n in
+                                                    ("kd_a", "kd_b", "under_a", "under_b"))
+        s1_delta = Signal.like(s0_delta)
+        s1_not_ect_drop = Signal()          # LDCP profile and a Not-ECT packet
         s2_valid = Signal()
         s2 = Signal(desc_layout)
         s2_index, s2_bad, s2_q_after = Signal(index_shape), Signal(), Signal(W)
-        s3_index, s3_q_after = Signal(index_shape), Signal(W)
+        s2_admitted = Signal()              # valid and admitted (changed its queue and the pool)
+        s3_q_after, s4_q_after = Signal(W), Signal(W)
         s2_qlen = Signal(W)                 # queue bytes the decision is taken on
         s2_reason = Signal(DropReason)
         s2_eligible = Signal()              # admitted, ECT, and at the ECN sampling point
@@ -165,7 +195,7 @@ class EgressMarker(wiring.Component):
 
         # ---- handshake conditions ----------------------------------------------------------
         advance = ~self.decision.valid | self.decision.ready
-        in_flight = [s0_valid, s1_valid, s2_valid, s3_valid]   # and the product stages, below
+        in_flight = [s0_valid, sb_valid, sc_valid, s1_valid, s2_valid, s3_valid]  # + products
         clearing = Signal(init=1)           # writing every occupancy to 0 after a reset
         m.d.comb += self.desc.ready.eq(advance & ~self.csr_w.valid & ~clearing)
         desc_accept = self.desc.valid & self.desc.ready
@@ -177,64 +207,94 @@ class EgressMarker(wiring.Component):
             return d.port * cfg.priorities + d.prio
 
         # ---- stage 1: admission and the queue update (combinational on s1) ------------------
-        bad_queue = (s1.port >= cfg.ports) | (s1.prio >= cfg.priorities)
-        length = s1.length
+        # The loop from one descriptor's admission to the next one's is a multiplexer: every
+        # comparison was made in stage C for both outcomes of the descriptor just ahead.
         is_enqueue = s1.op == QueueOp.ENQUEUE
-        q_plus = s1_q + length
-        shared_plus = shared + length
+        took = s1_same0 & s2_admitted       # the descriptor just ahead changed this queue
+        q = Mux(took, s1_qb, s1_qa)
         reason = Signal(DropReason)
-        with m.If(bad_queue):
+        with m.If(s1_bad):
             m.d.comb += reason.eq(DropReason.BAD_QUEUE)
         with m.Elif(is_enqueue):
-            # q + length > buf_max  <=>  length > buf_max  or  q > buf_max - length
-            with m.If(s1_room[W] | (s1_q > s1_room[:W])):
+            with m.If(Mux(took, s1_full_b, s1_full_a)):
                 m.d.comb += reason.eq(DropReason.QUEUE_FULL)
-            with m.Elif(s1_pool_room[W] | (shared > s1_pool_room[:W])):
+            with m.Elif(Mux(s2_admitted, s1_pool_b, s1_pool_a)):
                 m.d.comb += reason.eq(DropReason.POOL_FULL)
-            with m.Elif((ctrl.profile == Profile.LDCP.value) & (s1.ecn == Ecn.NOT_ECT)
-                        & at_or_above(s1_q, k_drop)):
+            with m.Elif(s1_not_ect_drop & Mux(took, s1_kd_b, s1_kd_a)):
                 m.d.comb += reason.eq(DropReason.NOT_ECT_AT_K)
-        with m.Elif(length > s1_q):
+        with m.Elif(Mux(took, s1_under_b, s1_under_a)):
             m.d.comb += reason.eq(DropReason.UNDERFLOW)
         admitted = reason == DropReason.NONE
-        q_minus = (s1_q - length)[:W]
         # The queue after this descriptor: written back whether or not it changed, so that the
         # write enables depend on the index only, not on the admission arithmetic.
         q_after = Signal(W)
-        m.d.comb += q_after.eq(Mux(admitted, Mux(is_enqueue, q_plus[:W], q_minus), s1_q))
+        m.d.comb += q_after.eq(Mux(admitted, Mux(took, s1_qb_after, s1_qa_after), q))
         sample_point = Mux(is_enqueue, SamplePoint.ENQUEUE.value, SamplePoint.DEQUEUE.value)
         ect = (s1.ecn == Ecn.ECT0) | (s1.ecn == Ecn.ECT1)
 
-        # ---- accept -> stage 0: take the descriptor and its random draw, read its queue -------
-        in_index = queue_index(self.desc.payload)
+        # ---- accept -> stage A: take the descriptor and its random draw, read its queue -------
+        d_in = self.desc.payload
+        in_index = queue_index(d_in)
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
         m.d.comb += [occ_rd.addr.eq(in_index), occ_rd.en.eq(desc_accept)]
         with m.If(advance):
             m.d.sync += s0_valid.eq(desc_accept)
         with m.If(desc_accept):
             m.d.sync += [
-                s0.eq(self.desc.payload),
+                s0.eq(d_in),
                 s0_index.eq(in_index),
+                s0_bad.eq((d_in.port >= cfg.ports) | (d_in.prio >= cfg.priorities)),
                 s0_draw.eq(lfsr_next[:D]),
-                s0_room.eq(buf_max - self.desc.payload.length),
-                s0_pool_room.eq(shared_buffer - self.desc.payload.length),
-                # The read on this edge misses the write-back of the descriptor now leaving
-                # stage 2 and of the two behind it (in stages 1 and 0).
-                s0_fwd1.eq(s0_valid & (s0_index == in_index)),
-                s0_fwd2.eq(s1_valid & (s1_index == in_index)),
-                s0_fwd3.eq(s2_valid & (s2_index == in_index)),
+                s0_delta.eq(Mux(d_in.op == QueueOp.ENQUEUE, d_in.length, -d_in.length)),
+                s0_room.eq((buf_max - d_in.length).as_signed()),
+                s0_pool_room.eq((shared_buffer - d_in.length).as_signed()),
+                s0_same0.eq(s0_valid & (s0_index == in_index)),
+                s0_f1.eq(sb_valid & (sb_index == in_index)),
+                s0_f2.eq(sc_valid & (sc_index == in_index)),
+                s0_f3.eq(s1_valid & (s1_index == in_index)),
+                s0_f4.eq(s2_valid & (s2_index == in_index)),
                 lfsr.eq(lfsr_next),
             ]
 
-        # ---- stage 0 -> 1: the queue's bytes, forwarded from the descriptors ahead -----------
-        # Newest first: the one in stage 1 now (its result is q_after, on this edge), then the
-        # ones in stages 2 and 3 (their registered results).
         with m.If(advance):
+            # ---- stage A -> B: register the block RAM's word ---------------------------------
             m.d.sync += [
-                s1_valid.eq(s0_valid), s1.eq(s0), s1_index.eq(s0_index), s1_draw.eq(s0_draw),
-                s1_room.eq(s0_room), s1_pool_room.eq(s0_pool_room),
-                s1_q.eq(Mux(s0_fwd1, q_after, Mux(s0_fwd2, s2_q_after,
-                                                  Mux(s0_fwd3, s3_q_after, occ_rd.data)))),
+                sb_valid.eq(s0_valid), sb.eq(s0), sb_index.eq(s0_index), sb_draw.eq(s0_draw),
+                sb_bad.eq(s0_bad), sb_delta.eq(s0_delta), sb_room.eq(s0_room),
+                sb_pool_room.eq(s0_pool_room), sb_same0.eq(s0_same0), sb_f1.eq(s0_f1),
+                sb_f2.eq(s0_f2), sb_f3.eq(s0_f3), sb_f4.eq(s0_f4),
+                sb_mem.eq(occ_rd.data),
+            ]
+            # ---- stage B -> C: the queue's bytes before the descriptor just ahead ------------
+            # Newest first: the one in stage 1 now (q_after, on this edge), then the ones in
+            # stages 2, 3 and 4 (registered); sc still holds the descriptor just ahead.
+            m.d.sync += [
+                sc_valid.eq(sb_valid), sc.eq(sb), sc_index.eq(sb_index), sc_draw.eq(sb_draw),
+                sc_bad.eq(sb_bad), sc_same0.eq(sb_same0),
+                sc_q.eq(Mux(sb_f1, q_after, Mux(sb_f2, s2_q_after, Mux(
+                    sb_f3, s3_q_after, Mux(sb_f4, s4_q_after, sb_mem))))),
+                sc_delta.eq(sb_delta),
+                sc_delta_prev.eq(Mux(sc_valid, sc_delta, 0)),
+                sc_delta_sum.eq(sb_delta + sc_delta),
+                sc_room.eq(sb_room), sc_room_adj.eq(sb_room - sc_delta),
+                sc_pool_room.eq(sb_pool_room), sc_pool_room_adj.eq(sb_pool_room - sc_delta),
+                sc_under_adj.eq(sb.length - sc_delta),
+                sc_k_drop_adj.eq(k_drop - sc_delta),
+            ]
+            # ---- stage C -> 1: every limit check for both outcomes of the one just ahead -----
+            m.d.sync += [
+                s1_valid.eq(sc_valid), s1.eq(sc), s1_index.eq(sc_index), s1_draw.eq(sc_draw),
+                s1_bad.eq(sc_bad), s1_same0.eq(sc_same0), s1_delta.eq(sc_delta),
+                s1_qa.eq(sc_q), s1_qb.eq((sc_q + sc_delta_prev)[:W]),
+                s1_qa_after.eq((sc_q + sc_delta)[:W]), s1_qb_after.eq((sc_q + sc_delta_sum)[:W]),
+                # q + length > buf_max  <=>  q > buf_max - length
+                s1_full_a.eq(sc_q > sc_room), s1_full_b.eq(sc_q > sc_room_adj),
+                # the pool register does not yet hold the change of the one just ahead
+                s1_pool_a.eq(shared > sc_pool_room), s1_pool_b.eq(shared > sc_pool_room_adj),
+                s1_kd_a.eq(at_or_above(sc_q, k_drop)), s1_kd_b.eq(at_or_above(sc_q, sc_k_drop_adj)),
+                s1_under_a.eq(sc.length > sc_q), s1_under_b.eq(sc_under_adj > sc_q),
+                s1_not_ect_drop.eq((ctrl.profile == Profile.LDCP.value)
+                                   & (sc.ecn == Ecn.NOT_ECT)),
             ]
 
         # ---- stage 1 -> 2 -> 3: the queue's write-back, from registers -----------------------
@@ -247,14 +307,15 @@ class EgressMarker(wiring.Component):
             m.d.sync += [
                 s2_valid.eq(s1_valid),
                 s2.eq(s1),
-                s2_index.eq(s1_index), s2_bad.eq(bad_queue), s2_q_after.eq(q_after),
-                s3_index.eq(s2_index), s3_q_after.eq(s2_q_after),
+                s2_index.eq(s1_index), s2_bad.eq(s1_bad), s2_q_after.eq(q_after),
+                s2_admitted.eq(s1_valid & admitted),
+                s3_q_after.eq(s2_q_after), s4_q_after.eq(s3_q_after),
                 s2_reason.eq(reason),
-                s2_qlen.eq(Mux(bad_queue, 0, Mux(is_enqueue | ~admitted, s1_q, q_minus))),
+                s2_qlen.eq(Mux(s1_bad, 0, Mux(is_enqueue | ~admitted, q, q_after))),
                 s2_eligible.eq(admitted & ect & (ctrl.sample_at == sample_point)),
             ]
             with m.If(s1_valid & admitted):
-                m.d.sync += shared.eq(Mux(is_enqueue, shared_plus[:W], (shared - length)[:W]))
+                m.d.sync += shared.eq((shared + s1_delta)[:W])
         # The write-back is unconditional (an unchanged queue writes its own value), so the
         # write enable depends on the index only, not on the admission arithmetic.
         clear_index = Signal(range(max(cfg.queues, 2)))

@@ -56,8 +56,8 @@ The cycle-level views used by the cocotb comparison are :meth:`LdcpSenderModel.o
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from hw.layouts import LdcpTxLoad, LdcpTxStage
 from hw.nic.ldcp_transport_config import (
@@ -66,10 +66,10 @@ from hw.nic.ldcp_transport_config import (
     LdcpTransportConfig,
     LdcpTransportReg,
 )
-from hw.nic.ldcp_window_config import ONE, LdcpWindowReg
+from hw.nic.ldcp_window_config import FRAC_BITS, ONE, LdcpWindowReg
 from hw.params import ConfigError
 
-from .ldcp_window import Ack, LdcpWindowModel
+from .ldcp_window import LdcpWindowModel
 
 __all__ = ["TxPacket", "RxPacket", "TAck", "TxState", "TxOutputs", "LdcpSenderModel",
            "LdcpReceiverModel", "LdcpReceiverCycleModel", "RxState", "RxOutputs", "Deliver",
@@ -77,8 +77,6 @@ __all__ = ["TxPacket", "RxPacket", "TAck", "TxState", "TxOutputs", "LdcpSenderMo
 
 _SAT16 = (1 << 16) - 1
 _RTO_MASK = (1 << RTO_WIDTH) - 1
-#: ``next_wakeup`` steps at most this many busy edges (no sane register set reaches it).
-_SEARCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -164,10 +162,288 @@ def check_message_length(cfg: LdcpTransportConfig, length) -> None:
                           f"1 <= length <= 2**lsn_width - 1 (= {cfg.max_message})")
 
 
-class LdcpSenderModel:
+#: The sender's registers (``TxState``'s fields), its statistics counters and the event-level
+#: state: what a look-ahead (``next_wakeup``) saves and restores, with the window engine's.
+_TX_REGS = ("active", "done", "stage", "first_ack", "load_pending", "load_kind", "settle",
+            "msg_len", "nxt", "una", "snd_max", "new_cnt", "fs_acked", "rto_cnt", "ev_rto",
+            "ev_bad_ack", "ev_exit")
+_TX_SAVED = _TX_REGS + ("n_packets", "n_retx", "n_naks", "n_rtos", "n_bad", "n_exit1",
+                        "n_exit2", "_stats", "cycle", "_ack_i", "_start", "_taken_at")
+_ENG_SAVED = ("cw", "pend_m", "pend_u", "busy_left", "in_flight", "phase", "credit", "tick",
+              "cw_d", "sub1_d", "thr", "gate_prod", "sub1", "win_bytes", "write_q", "cycle",
+              "regs")
+_get_tx, _get_eng = attrgetter(*_TX_SAVED), attrgetter(*_ENG_SAVED)
+_FAST, _STABLE = LdcpTxStage.FAST, LdcpTxStage.STABLE
+_ACKED, _BDP, _MIN1 = LdcpTxLoad.ACKED, LdcpTxLoad.BDP, LdcpTxLoad.MIN1
+_FRAC = ONE - 1
+#: ``next_wakeup`` steps at most this many busy edges (no sane register set reaches it).
+_SEARCH = 1 << 20
+
+
+class LdcpSenderCore:
+    """The sender's registers and its per-cycle update, shared by the cycle model
+    (:class:`LdcpSenderModel`) and its transaction-level twin
+    (:class:`sim.models.ldcp_transport_fast.FastLdcpSenderModel`): one edge is :meth:`_edge`
+    (the sender's rules, then the window engine's :meth:`LdcpWindowModel.edge`).  The registers
+    are plain attributes named like ``TxState``'s fields; :attr:`s` is their snapshot."""
+
+    def __init__(self, cfg: LdcpTransportConfig):
+        self.cfg = cfg
+        r = cfg.registers()
+        self.mtu = r.mtu
+        self.iw, self.iw_bytes, self.cw_bdp, self.rto = r.iw, r.iw_bytes, r.cw_bdp, r.rto
+        self.eng = LdcpWindowModel(cfg.window)
+        self.phase_mask = (1 << cfg.window.phase_width) - 1
+        for name, value in dataclasses.asdict(TxState()).items():
+            setattr(self, name, value)
+        self.stage, self.load_kind = _FAST, _ACKED
+        self.n_packets = self.n_retx = self.n_naks = self.n_rtos = self.n_bad = 0
+        self.n_exit1 = self.n_exit2 = 0
+        self._stats: TxStats | None = None
+        self.cycle = 0
+        # event level: ACKs queued (append-only list, _ack_i its head), start, packet taken
+        self._acks: list[TAck] = []
+        self._ack_i = 0
+        self._start: int | None = None
+        self._taken_at: int | None = None
+
+    # ------------------------------------------------------------------ observables ---------
+    @property
+    def s(self) -> TxState:
+        """The registers (the RTL's ``state`` port)."""
+        return TxState(*_get_tx(self)[:len(_TX_REGS)])
+
+    @property
+    def cw(self) -> int:
+        return self.eng.cw
+
+    @property
+    def stats(self) -> TxStats:
+        st = self._stats
+        if st is None:                # (made again whenever a counter moved)
+            st = self._stats = TxStats(self.n_packets, self.n_retx, self.n_naks, self.n_rtos,
+                                       self.n_bad, {1: self.n_exit1, 2: self.n_exit2})
+        return st
+
+    # ------------------------------------------------------------------ the offered packet --
+    def _can_send(self) -> bool:
+        """The gate (this cycle): active, bytes left, and the stage's window."""
+        if not self.active or self.nxt >= self.msg_len:
+            return False
+        inflight = self.nxt - self.una
+        if self.stage is _FAST:
+            return inflight < self.iw_bytes
+        if self.load_pending or self.settle:
+            return False
+        e = self.eng
+        return e.credit if e.sub1 else inflight < e.win_bytes
+
+    def _offer(self) -> TxPacket | None:
+        if not self._can_send():
+            return None
+        nxt = self.nxt
+        remaining = self.msg_len - nxt
+        last = remaining <= self.mtu
+        ect = (self.stage is _STABLE or self.first_ack or self.new_cnt + 1 == self.iw or last)
+        return TxPacket(nxt, min(self.mtu, remaining), ect, nxt < self.snd_max, last)
+
+    # ------------------------------------------------------------------ one edge ------------
+    def _edge(self, ack: TAck | None, pkt_ready: bool, start: int | None
+              ) -> tuple[bool, bool, bool]:
+        """One clock edge with the inputs offered in the cycle before it (see
+        :class:`LdcpSenderModel` for the rules, in the order applied here).  Returns which were
+        taken: ``(ack, packet, start)``."""
+        active, lp, stage = self.active, self.load_pending, self.stage
+        una0, nxt0 = self.una, self.nxt
+        eng = self.eng
+        ack_t = ack is not None and not lp
+        pkt_t = pkt_ready and self._can_send()
+        start_t = start is not None and not active and not lp
+        ev_rto = ev_bad = False
+        ev_exit = 0
+
+        # 1. window engine inputs
+        valid = ack_t and active and ack.lsn <= self.snd_max
+        # (a TAck is the engine's Ack too: it has ``ece`` and ``n``)
+        eng_ack = ack if valid and stage is _STABLE and ack.n else None
+        eng_write = None
+        if lp and eng.idle:
+            kind = self.load_kind
+            if kind is _ACKED:
+                value = self.fs_acked << FRAC_BITS
+            elif kind is _BDP:
+                value = self.cw_bdp
+            else:
+                value = min(eng.cw, ONE)
+            eng_write = (LdcpWindowReg.CW, value)
+            self.load_pending = False
+            self.settle = SETTLE_CYCLES
+        elif self.settle:
+            self.settle -= 1
+
+        # 2. ACK
+        una, progress, goback = una0, False, False
+        if ack_t and active and not valid:
+            ev_bad = True
+            self.n_bad += 1
+            self._stats = None
+        if valid:
+            progress = ack.lsn > una0
+            if progress:
+                una = ack.lsn
+            goback = ack.nak
+            if ack.nak:
+                self.n_naks += 1
+                self._stats = None
+            if stage is _FAST:
+                self.fs_acked = min(self.fs_acked + ack.n, _SAT16)
+                self.first_ack = True
+                if ack.nak:
+                    ev_exit = self._exit(1, _ACKED)
+                elif una >= self.iw_bytes:
+                    ev_exit = self._exit(2, _BDP)
+
+        # 3. release
+        nxt = nxt0
+        if pkt_t:
+            nxt = nxt0 + min(self.mtu, self.msg_len - nxt0)
+            self.n_packets += 1
+            self._stats = None
+            if nxt0 < self.snd_max:
+                self.n_retx += 1
+            else:
+                self.snd_max = nxt
+                self.new_cnt = min(self.new_cnt + 1, _SAT16)
+
+        # 4. retransmission timeout
+        if not (active and not lp and una0 < nxt0) or progress:
+            self.rto_cnt = 0
+        elif self.rto_cnt == (self.rto - 1) & _RTO_MASK:
+            self.rto_cnt = 0
+            goback = ev_rto = True
+            self.n_rtos += 1
+            self._stats = None
+            if stage is _FAST:
+                if not ev_exit:       # (a NAK at this edge already took exit 1)
+                    ev_exit = self._exit(1, _ACKED)
+            else:
+                self.load_pending = True
+                self.load_kind = _MIN1
+        else:
+            self.rto_cnt += 1
+        if goback or nxt < una:       # (a late ACK can pass nxt after a go-back-N)
+            nxt = una
+        self.nxt, self.una = nxt, una
+
+        # 5. end of flow, start
+        if active and una == self.msg_len:
+            self.active, self.done, self.rto_cnt = False, True, 0
+        if start_t:
+            self.active, self.done = start > 0, start == 0
+            self.stage, self.first_ack, self.msg_len = _FAST, False, start
+            self.nxt = self.una = self.snd_max = self.new_cnt = self.fs_acked = 0
+            self.rto_cnt = 0
+        self.ev_rto, self.ev_bad_ack, self.ev_exit = ev_rto, ev_bad, ev_exit
+
+        eng.edge(eng_ack, pkt_t, eng_write)
+        eng.issued.clear()
+        self.cycle += 1
+        return ack_t, pkt_t, start_t
+
+    def _exit(self, which: int, kind: LdcpTxLoad) -> int:
+        if which == 1:
+            self.n_exit1 += 1
+        else:
+            self.n_exit2 += 1
+        self._stats = None
+        self.stage = _STABLE
+        self.load_pending = True
+        self.load_kind = kind
+        return which
+
+    # ------------------------------------------------------------------ event level ---------
+    def start_message(self, cycle: int, length: int) -> None:
+        check_message_length(self.cfg, length)
+        self.advance(cycle)
+        if self.active or self._start is not None:
+            raise RuntimeError("LdcpSenderModel: a message is still active")
+        self._start = length
+
+    def on_ack(self, cycle: int, ack: TAck) -> None:
+        if cycle != self.cycle:
+            self.advance(cycle)
+        i = self._ack_i
+        if i == len(self._acks):
+            self._acks, self._ack_i = [ack], 0
+        elif i > 64:                  # (a new list: a saved state may still index the old one)
+            self._acks, self._ack_i = self._acks[i:] + [ack], 0
+        else:
+            self._acks.append(ack)
+
+    def release(self, cycle: int) -> TxPacket | None:
+        if cycle != self.cycle:
+            self.advance(cycle)
+        if self._taken_at == self.cycle:
+            return None
+        pkt = self._offer()
+        if pkt is not None:
+            self._taken_at = self.cycle
+        return pkt
+
+    def _step(self) -> None:
+        """One edge with the queued inputs."""
+        i = self._ack_i
+        ack = self._acks[i] if i < len(self._acks) else None
+        ack_t, _, start_t = self._edge(ack, self._taken_at == self.cycle, self._start)
+        if ack_t:
+            self._ack_i = i + 1
+        if start_t:
+            self._start = None
+
+    # -- quiescence: nothing changes but the RTO counter and the sub-1 timer's phase ----------
+    def _steady(self) -> bool:
+        """The gate's and the timer's pipeline registers already hold what the window gives
+        them (the window has not changed for two edges), no event flag, no timer tick."""
+        e = self.eng
+        cw = e.cw
+        frac = cw & _FRAC
+        return (e.cw_d == frac and e.sub1_d == (cw < ONE) and e.sub1 == e.sub1_d
+                and e.gate_prod == cw * e.regs.mtu
+                and e.win_bytes == (e.gate_prod + _FRAC) >> FRAC_BITS
+                and e.thr == ((e.regs.rtt << FRAC_BITS) - frac) & self.phase_mask
+                and not (self.ev_rto or self.ev_bad_ack or self.ev_exit or e.tick))
+
+    def _quiet(self) -> bool:
+        """Idle: nothing queued, no load, the engine idle and its pipeline steady."""
+        return (self._ack_i == len(self._acks) and self._start is None
+                and self._taken_at != self.cycle and not self.load_pending and not self.settle
+                and self.eng.idle and self._steady())
+
+    def _timer_wakeup(self) -> int | None:
+        """In a quiet state: the cycle after the timeout or the sub-1 timer (if it can release
+        a packet) fires."""
+        cands = []
+        if self.active and self.una < self.nxt:
+            cands.append(self.cycle + ((self.rto - 1 - self.rto_cnt) & _RTO_MASK) + 1)
+        e = self.eng
+        if e.sub1_d and self.active and self.nxt < self.msg_len and self.stage is _STABLE:
+            gap = e.thr - e.phase
+            cands.append(self.cycle + (0 if gap <= 0 else -(-gap // e.cw_d)) + 1)
+        return min(cands) if cands else None
+
+    # -- look-ahead: the registers saved and restored explicitly -----------------------------
+    def _save(self) -> tuple:
+        return _get_tx(self), _get_eng(self.eng), self._acks
+
+    def _restore(self, saved: tuple) -> None:
+        tx, eng, self._acks = saved
+        self.__dict__.update(zip(_TX_SAVED, tx, strict=True))    # (at C speed)
+        self.eng.__dict__.update(zip(_ENG_SAVED, eng, strict=True))
+
+
+class LdcpSenderModel(LdcpSenderCore):
     """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpSenderModel` (one flow), with the
     event-level interface of the module docstring on top.
-
     Per cycle: :meth:`outputs`, then :meth:`edge` with that cycle's inputs.  At an edge, from the
     values of the cycle before it (``s`` the state, ``o`` the outputs):
 
@@ -198,137 +474,21 @@ class LdcpSenderModel:
     last packet of the message.
     """
 
-    def __init__(self, cfg: LdcpTransportConfig):
-        self.cfg = cfg
-        r = cfg.registers()
-        self.mtu = r.mtu
-        self.iw, self.iw_bytes, self.cw_bdp, self.rto = r.iw, r.iw_bytes, r.cw_bdp, r.rto
-        self.eng = LdcpWindowModel(cfg.window)
-        self.s = TxState()
-        self.cycle = 0
-        self.stats = TxStats()
-        # event-level interface
-        self._acks: deque[TAck] = deque()
-        self._start: int | None = None
-        self._taken_at: int | None = None
-
     # ------------------------------------------------------------------ cycle level ---------
-    def _offer(self) -> TxPacket | None:
-        s = self.s
-        if not s.active or s.nxt >= s.msg_len:
-            return None
-        inflight = s.nxt - s.una
-        assert inflight >= 0
-        if s.stage == LdcpTxStage.FAST:
-            gate = inflight < self.iw_bytes
-        else:
-            gate = (not s.load_pending and s.settle == 0
-                    and self.eng.outputs().may_send(inflight))
-        if not gate:
-            return None
-        remaining = s.msg_len - s.nxt
-        last = remaining <= self.mtu
-        ect = (s.stage == LdcpTxStage.STABLE or s.first_ack or s.new_cnt + 1 == self.iw
-               or last)
-        return TxPacket(s.nxt, min(self.mtu, remaining), ect, s.nxt < s.snd_max, last)
-
     def outputs(self) -> TxOutputs:
-        s = self.s
-        return TxOutputs(self._offer(), not s.load_pending,
-                         not s.active and not s.load_pending, not s.active, s, self.eng.cw)
+        lp = self.load_pending
+        return TxOutputs(self._offer(), not lp, not self.active and not lp, not self.active,
+                         self.s, self.eng.cw)
 
     def edge(self, ack: TAck | None = None, pkt_ready: bool = False, start: int | None = None,
              write: tuple[int, int] | None = None) -> tuple[bool, bool, bool, bool]:
         """One clock edge with the inputs offered during the cycle before it.  Returns which
         were taken: ``(ack, packet, start, write)``."""
-        s = self.s
-        offer = self._offer()
-        ack_t = ack is not None and not s.load_pending
-        pkt_t = offer is not None and pkt_ready
-        start_t = start is not None and not s.active and not s.load_pending
-        write_t = write is not None and not s.active
-        st = dataclasses.replace(s, ev_rto=False, ev_bad_ack=False, ev_exit=0)
-
-        # 1. window engine
-        valid = ack_t and s.active and ack.lsn <= s.snd_max
-        eng_ack = (Ack(ack.ece, ack.n) if valid and s.stage == LdcpTxStage.STABLE and ack.n
-                   else None)
-        eng_write = None
-        if s.load_pending and self.eng.idle:
-            value = {LdcpTxLoad.ACKED: s.fs_acked << 16, LdcpTxLoad.BDP: self.cw_bdp,
-                     LdcpTxLoad.MIN1: min(self.eng.cw, ONE)}[s.load_kind]
-            eng_write = (LdcpWindowReg.CW, value)
-            st = dataclasses.replace(st, load_pending=False, settle=SETTLE_CYCLES)
-        elif s.settle:
-            st = dataclasses.replace(st, settle=s.settle - 1)
-
-        # 2. ACK
-        una, progress, goback = s.una, False, False
-        if ack_t and s.active and not valid:
-            st = dataclasses.replace(st, ev_bad_ack=True)
-            self.stats.bad_acks += 1
-        if valid:
-            progress = ack.lsn > s.una
-            una = max(s.una, ack.lsn)
-            goback = ack.nak
-            self.stats.naks += ack.nak
-            if s.stage == LdcpTxStage.FAST:
-                fs = min(s.fs_acked + ack.n, _SAT16)
-                st = dataclasses.replace(st, first_ack=True, fs_acked=fs)
-                if ack.nak:
-                    st = self._exit(st, 1, LdcpTxLoad.ACKED)
-                elif una >= self.iw_bytes:
-                    st = self._exit(st, 2, LdcpTxLoad.BDP)
-        nxt, snd_max, new_cnt = s.nxt, s.snd_max, s.new_cnt
-
-        # 3. release
-        if pkt_t:
-            nxt = s.nxt + offer.length
-            self.stats.packets += 1
-            if offer.retx:
-                self.stats.retransmissions += 1
-            else:
-                snd_max, new_cnt = nxt, min(s.new_cnt + 1, _SAT16)
-
-        # 4. retransmission timeout
-        counting = s.active and not s.load_pending and s.una < s.nxt
-        rto_cnt = s.rto_cnt + 1
-        if not counting or progress:
-            rto_cnt = 0
-        elif s.rto_cnt == (self.rto - 1) & _RTO_MASK:
-            rto_cnt, goback = 0, True
-            self.stats.rtos += 1
-            st = dataclasses.replace(st, ev_rto=True)
-            if s.stage == LdcpTxStage.FAST:
-                if not st.ev_exit:          # (a NAK at this edge already took exit 1)
-                    st = self._exit(st, 1, LdcpTxLoad.ACKED)
-            else:
-                st = dataclasses.replace(st, load_pending=True, load_kind=LdcpTxLoad.MIN1)
-        if goback or nxt < una:      # (a late ACK can pass nxt after a go-back-N)
-            nxt = una
-        st = dataclasses.replace(st, nxt=nxt, una=una, snd_max=snd_max, new_cnt=new_cnt,
-                                 rto_cnt=rto_cnt)
-
-        # 5. end of flow, start, registers
-        if s.active and una == s.msg_len:
-            st = dataclasses.replace(st, active=False, done=True, rto_cnt=0)
-        if start_t:
-            st = dataclasses.replace(st, active=start > 0, done=start == 0,
-                                     stage=LdcpTxStage.FAST, first_ack=False, msg_len=start,
-                                     nxt=0, una=0, snd_max=0, new_cnt=0, fs_acked=0, rto_cnt=0)
+        write_t = write is not None and not self.active
+        ack_t, pkt_t, start_t = self._edge(ack, pkt_ready, start)
         if write_t:
             self._write(*write)
-
-        self.eng.edge(eng_ack, pkt_t, eng_write)
-        self.eng.issued.clear()
-        self.s = st
-        self.cycle += 1
         return ack_t, pkt_t, start_t, write_t
-
-    def _exit(self, st: TxState, which: int, kind: LdcpTxLoad) -> TxState:
-        self.stats.exits[which] += 1
-        return dataclasses.replace(st, stage=LdcpTxStage.STABLE, ev_exit=which,
-                                   load_pending=True, load_kind=kind)
 
     def _write(self, addr: int, value: int) -> None:
         if addr == LdcpTransportReg.IW:
@@ -340,42 +500,6 @@ class LdcpSenderModel:
             self.rto = value & _RTO_MASK
 
     # ------------------------------------------------------------------ event level ---------
-    @property
-    def done(self) -> bool:
-        return self.s.done
-
-    @property
-    def active(self) -> bool:
-        return self.s.active
-
-    @property
-    def stage(self) -> LdcpTxStage:
-        return self.s.stage
-
-    @property
-    def cw(self) -> int:
-        return self.eng.cw
-
-    def start_message(self, cycle: int, length: int) -> None:
-        check_message_length(self.cfg, length)
-        self.advance(cycle)
-        if self.s.active or self._start is not None:
-            raise RuntimeError("LdcpSenderModel: a message is still active")
-        self._start = length
-
-    def on_ack(self, cycle: int, ack: TAck) -> None:
-        self.advance(cycle)
-        self._acks.append(ack)
-
-    def release(self, cycle: int) -> TxPacket | None:
-        self.advance(cycle)
-        if self._taken_at == self.cycle:
-            return None
-        pkt = self._offer()
-        if pkt is not None:
-            self._taken_at = self.cycle
-        return pkt
-
     def advance(self, cycle: int) -> None:
         """Run the edges up to ``cycle`` with the queued inputs (idle stretches skipped)."""
         if cycle < self.cycle:
@@ -387,34 +511,13 @@ class LdcpSenderModel:
             else:
                 self._step()
 
-    def _step(self) -> None:
-        ack = self._acks[0] if self._acks else None
-        taken = self.edge(ack, self._taken_at == self.cycle, self._start)
-        if taken[0]:
-            self._acks.popleft()
-        if taken[2]:
-            self._start = None
-
-    # -- quiescence: nothing changes but the RTO counter and the sub-1 timer's phase ----------
-    def _quiet(self) -> bool:
-        s, e = self.s, self.eng
-        if (self._acks or self._start is not None or self._taken_at == self.cycle
-                or s.load_pending or s.settle or not e.idle):
-            return False
-        frac = e.cw & (ONE - 1)
-        return (e.cw_d == frac and e.sub1_d == (e.cw < ONE) and e.sub1 == e.sub1_d
-                and e.gate_prod == e.cw * e.regs.mtu
-                and e.win_bytes == (e.gate_prod + ONE - 1) >> 16
-                and e.thr == ((e.regs.rtt << 16) - frac) & ((1 << self.cfg.window.phase_width) - 1)
-                and not s.ev_rto and not s.ev_bad_ack and not s.ev_exit and not e.tick)
-
     def _timers(self) -> tuple[int | None, int | None]:
         """Edges (from now) until the RTO and the sub-1 timer fire (the fire is at the edge at
         the end of cycle ``self.cycle + j``), in a quiet state."""
-        s, e = self.s, self.eng
+        e = self.eng
         j_rto = None
-        if s.active and s.una < s.nxt:
-            j_rto = ((self.rto - 1) - s.rto_cnt) & _RTO_MASK
+        if self.active and self.una < self.nxt:
+            j_rto = ((self.rto - 1) - self.rto_cnt) & _RTO_MASK
         j_tmr = None
         if e.sub1_d:
             j_tmr = 0 if e.phase >= e.thr else -(-(e.thr - e.phase) // e.cw_d)
@@ -428,11 +531,11 @@ class LdcpSenderModel:
 
     def _skip(self, k: int) -> None:
         """``k`` quiet edges in which no timer fires."""
-        s, e = self.s, self.eng
-        if s.active and s.una < s.nxt:
-            self.s = dataclasses.replace(s, rto_cnt=s.rto_cnt + k)
-        elif s.rto_cnt:
-            self.s = dataclasses.replace(s, rto_cnt=0)
+        e = self.eng
+        if self.active and self.una < self.nxt:
+            self.rto_cnt += k
+        else:
+            self.rto_cnt = 0
         if e.sub1_d:
             e.phase += k * e.cw_d
         else:
@@ -441,40 +544,22 @@ class LdcpSenderModel:
         self.cycle += k
 
     def next_wakeup(self) -> int | None:
-        if self._taken_at != self.cycle and self._offer() is not None:
+        if self._taken_at != self.cycle and self._can_send():
             return self.cycle
         saved = self._save()
-        was_done = self.s.done
+        was_done = self.done
         try:
             for _ in range(_SEARCH):
                 if self._quiet():
                     break
                 self._step()
-                if self._offer() is not None or self.s.done != was_done:
+                if self._can_send() or self.done != was_done:
                     return self.cycle
             else:
                 raise RuntimeError("LdcpSenderModel: busy without end")   # (bad registers)
-            j_rto, j_tmr = self._timers()
-            s = self.s
-            cands = []
-            if j_rto is not None:
-                cands.append(self.cycle + j_rto + 1)
-            if (j_tmr is not None and s.active and s.nxt < s.msg_len
-                    and s.stage == LdcpTxStage.STABLE):
-                cands.append(self.cycle + j_tmr + 1)
-            return min(cands) if cands else None
+            return self._timer_wakeup()
         finally:
             self._restore(saved)
-
-    def _save(self):
-        return (dict(self.__dict__), dict(self.eng.__dict__), deque(self._acks),
-                dataclasses.replace(self.stats, exits=dict(self.stats.exits)))
-
-    def _restore(self, saved) -> None:
-        mine, eng, acks, stats = saved
-        self.__dict__.update(mine)
-        self.eng.__dict__.update(eng)
-        self._acks, self.stats = acks, stats
 
 
 # ------------------------------------------------------------------------------ receiver -------

@@ -11,6 +11,7 @@ Layout of a file (``sim/scenario/README.md`` has the full reference)::
     name = "default"                  # output folder out/<name>/ (default: the file's stem)
     description = "..."
     seed = 1
+    replications = 1                  # >1: seeds seed .. seed + replications - 1, with spread
     duration_us = 2000                # any time unit: _ps _ns _us _ms
     sample_us = 5
     algorithms = ["dctcp", "ldcp", "dcqcn", "qcn"]
@@ -63,9 +64,11 @@ class RunSettings:
     duration_ps: int = 1_000_000_000
     sample_ps: int = 1_000_000
     algorithms: tuple[str, ...] | None = None       # default: every registered algorithm
+    replications: int = 1
 
     def __post_init__(self):
         check_int(self, "seed", self.seed, 0, 2**63 - 1)
+        check_int(self, "replications", self.replications, 1, 1000)
         check_int(self, "duration_ps", self.duration_ps, 1, 10**13)
         check_int(self, "sample_ps", self.sample_ps, max(1, -(-self.duration_ps // MAX_SAMPLES)),
                   self.duration_ps, lo_name=f"duration_ps / {MAX_SAMPLES:,} samples",
@@ -88,6 +91,7 @@ class Scenario:
     cdfs: dict = field(default_factory=dict, repr=False)   # cdf workload name -> Cdf
     raw: dict = field(default_factory=dict, repr=False)    # the file as read (for the echo)
     switches: dict = field(default_factory=dict)           # algorithm -> [switch_for] override
+    replications: int = 1                                  # seeds seed .. seed + n - 1
 
     def switch_for(self, algorithm: str):
         return self.switches.get(algorithm, self.switch)
@@ -203,7 +207,7 @@ def from_dict(raw: dict, source: str = "<scenario>", base_dir: Path | None = Non
                                  base_dir)
     return Scenario(settings.name, settings.description, source, settings.seed,
                     settings.duration_ps, settings.sample_ps, tuple(algorithms), topology,
-                    switch, params, workloads, cdfs, raw, switches)
+                    switch, params, workloads, cdfs, raw, switches, settings.replications)
 
 
 def _merge(base: dict, over: dict) -> dict:

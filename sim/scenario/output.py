@@ -4,8 +4,12 @@
   time, events per CPU second and every metric of :func:`sim.scenario.metrics.summarize`;
 - ``<algo>_queues.csv`` (time_us, one column of bytes per sampled port),
   ``<algo>_flows.csv`` (time_us at the end of each sample interval, one Gb/s column per tracked
-  flow, named ``f<id>_<tag>``), ``<algo>_fct.csv`` (one row per sized flow), and if PFC paused
-  a sampled port, ``<algo>_pause.csv`` (1 where the port was paused at the sample);
+  flow, named ``f<id>_<tag>``), ``<algo>_fct.csv`` (one row per sized flow), if PFC paused
+  a sampled port, ``<algo>_pause.csv`` (1 where the port was paused at the sample), and where
+  the engine chose settings per flow, ``<algo>_flow_settings.csv`` (LDCP: each flow's base RTT
+  from its path, the RTT register in cycles, IW, BDP window, RTO);
+- with replications (``--seeds``), ``replications.json``/``.csv``: every metric by seed with
+  its mean, standard deviation, min and max;
 - ``queues.png``, ``rates.png``, ``fct_slowdown_cdf.png``, ``comparison.png`` (titles carry the
   scenario name).
 """
@@ -93,6 +97,14 @@ def write_series(run, folder: Path) -> None:
             for k in range(len(res.pause_series[paused[0]])):
                 w.writerow([k * res.sample_ps / PS_PER_US] +
                            [res.pause_series[p][k] for p in paused])
+    keys = list(dict.fromkeys(k for r in res.flows for k in getattr(r, "settings", {})))
+    if keys:            # the engine's per-flow settings (LDCP: base RTT from the path, IW, RTO)
+        with open(folder / f"{algo}_flow_settings.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["flow_id", "tag", "src", "dst"] + keys)
+            for r in res.flows:
+                w.writerow([r.flow_id, r.tag, r.src, r.dst] + [r.settings.get(k, "")
+                                                               for k in keys])
     rows = metrics.fct_rows(res)
     with open(folder / f"{algo}_fct.csv", "w", newline="") as f:
         w = csv.writer(f)

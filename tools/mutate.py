@@ -1,0 +1,290 @@
+"""Mutation testing of the RTL in ``hw/``: does the test suite notice a one-line bug?
+
+``python -m tools.mutate [--block NAME ...] [--max N]`` (``make mutate``) parses the Python
+source of each block with :mod:`ast`, makes one-line mutants and runs the block's fast tests
+against each, one at a time, in a private copy of the committed tree (``git archive HEAD``
+under ``build/mutate/tree``; the working tree is never touched).  Mutants:
+
+* ``cmp``: a comparison's boundary moved (``<`` <-> ``<=``, ``>`` <-> ``>=``) or inverted
+  (``==`` <-> ``!=``);
+* ``const``: an integer constant that is an operand of a comparison or of ``+``/``-`` made
+  one larger and one smaller;
+* ``sat``: a saturation dropped: ``umin(a, b)``/``umax(a, b)``/``min``/``max`` -> ``a``,
+  ``saturating_inc(x)`` -> ``x + 1``, a clamp ``Mux(a <op> b, bound, x)`` -> ``x``.
+
+A mutant is *killed* when a test fails (or elaboration raises, or the run times out) and
+*survives* when all pass.  The report (``build/mutate/report.md``) lists the kill rate per
+block and every survivor with its line; survivors known to be equivalent (the mutated code
+computes the same function) are listed in :data:`EQUIVALENT` with the reason and counted
+apart.  The target is no surviving non-equivalent mutant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "mutate"
+
+#: block -> (its RTL sources, its fast Amaranth-simulation tests)
+BLOCKS: dict[str, tuple[list[str], list[str]]] = {
+    "cnp_gen": (["hw/nic/cnp_gen.py", "hw/lib/checksum.py"], ["tests/test_cnp.py"]),
+    "rate_limiter": (["hw/nic/rate_limiter.py"], ["tests/test_rate_limiter.py"]),
+    "dcqcn_rp": (["hw/nic/dcqcn_rp.py"], ["tests/test_dcqcn_rp_sim.py"]),
+    "dcqcn_np": (["hw/nic/dcqcn_np.py"], ["tests/test_dcqcn_np.py"]),
+    "qcn_rp": (["hw/nic/qcn_rp.py"], ["tests/test_qcn_rp.py"]),
+    "ldcp_window": (["hw/nic/ldcp_window.py"], ["tests/test_ldcp_window_rtl.py"]),
+    "ldcp_transport": (["hw/nic/ldcp_transport.py"], ["tests/test_ldcp_transport_rtl.py"]),
+    "marker": (["hw/switch/marker.py"], ["tests/test_marker_rtl.py"]),
+    "hash_table": (["hw/switch/hash_table.py"], ["tests/test_hash_table.py"]),
+    "qcn_cp": (["hw/switch/qcn_cp.py"], ["tests/test_qcn_cp.py"]),
+    "cnm_gen": (["hw/switch/cnm_gen.py"], ["tests/test_cnm.py"]),
+    "l3qcn": (["hw/switch/l3qcn.py"], ["tests/test_l3qcn.py"]),
+}
+
+#: Equivalent mutants: (file, the stripped source line, mutation) -> why no test can kill it.
+EQUIVALENT: dict[tuple[str, str, str], str] = {}
+
+CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
+            ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+CMP_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+            ast.NotEq: "!="}
+SATURATIONS = {"umin", "umax", "min", "max"}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str
+    line: int
+    kind: str          # cmp / const / sat
+    desc: str          # e.g. "< -> <="
+    start: int         # character offsets of the replaced span in the file
+    end: int
+    text: str          # the replacement
+
+    def source_line(self, src: str) -> str:
+        return src.splitlines()[self.line - 1].strip()
+
+
+def _offsets(src: str) -> list[int]:
+    starts, pos = [0], 0
+    for ln in src.splitlines(keepends=True):
+        pos += len(ln)
+        starts.append(pos)
+    return starts
+
+
+def _span(node, starts) -> tuple[int, int]:
+    return (starts[node.lineno - 1] + node.col_offset,
+            starts[node.end_lineno - 1] + node.end_col_offset)
+
+
+def _in_docstring_or_decl(node, parents) -> bool:
+    # skip class-level and module-level code (docstrings, tables): mutate only functions
+    p = parents.get(node)
+    while p is not None:
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        p = parents.get(p)
+    return True
+
+
+def _index_or_count(node, parents) -> bool:
+    """Inside a bit slice or index, or a ``range()`` argument: widths and positions, whose
+    off-by-ones break elaboration or shapes rather than behaviour."""
+    p, child = parents.get(node), node
+    while p is not None and not isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(p, ast.Slice) or (isinstance(p, ast.Subscript) and child is p.slice):
+            return True
+        if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "range":
+            return True
+        p, child = parents.get(p), p
+    return False
+
+
+def mutants_of(path: str) -> list[Mutant]:
+    src = (ROOT / path).read_text()
+    tree = ast.parse(src)
+    starts = _offsets(src)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    out: list[Mutant] = []
+    for node in ast.walk(tree):
+        if _in_docstring_or_decl(node, parents):
+            continue
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in CMP_FLIP:
+            op = type(node.ops[0])
+            a = _span(node.left, starts)[1]
+            b = _span(node.comparators[0], starts)[0]
+            gap = src[a:b]
+            tok = CMP_TEXT[op]
+            i = gap.find(tok)
+            if i >= 0:
+                new = CMP_TEXT[CMP_FLIP[op]]
+                out.append(Mutant(path, node.lineno, "cmp", f"{tok} -> {new}", a + i,
+                                  a + i + len(tok), new))
+        if (isinstance(node, ast.Constant) and type(node.value) is int
+                and isinstance(parents.get(node), (ast.Compare, ast.BinOp))
+                and not _index_or_count(node, parents)):
+            par = parents[node]
+            if isinstance(par, ast.BinOp) and not isinstance(par.op, (ast.Add, ast.Sub)):
+                continue
+            s, e = _span(node, starts)
+            for d in (1, -1):
+                v = node.value + d
+                if v < 0:
+                    continue
+                out.append(Mutant(path, node.lineno, "const", f"{node.value} -> {v}", s, e,
+                                  str(v)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            name = node.func.id
+            s, e = _span(node, starts)
+            first = src[slice(*_span(node.args[0], starts))]
+            if name in SATURATIONS and len(node.args) == 2:
+                out.append(Mutant(path, node.lineno, "sat", f"{name}(a, b) -> a", s, e,
+                                  f"({first})"))
+            elif name == "saturating_inc":
+                out.append(Mutant(path, node.lineno, "sat", "saturating_inc(x) -> x + 1", s, e,
+                                  f"({first} + 1)"))
+            elif (name == "Mux" and len(node.args) == 3
+                  and isinstance(node.args[0], ast.Compare)):
+                # a clamp: Mux(x < lo, lo, x) / Mux(x > hi, hi, x): keep the unclamped value
+                other = src[slice(*_span(node.args[2], starts))]
+                out.append(Mutant(path, node.lineno, "sat", "Mux(cmp, bound, x) -> x", s, e,
+                                  f"({other})"))
+    out.sort(key=lambda mu: (mu.line, mu.start, mu.desc))
+    return out
+
+
+def _copy_tree(dest: Path) -> None:
+    """The committed tree (HEAD), unpacked under ``dest``: the working tree, where others
+    edit, is never written."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    blob = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, check=True,
+                          capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def _run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    env.pop("CC_LONG", None)
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:xdist", "-p",
+           "no:cacheprovider", "--rootdir", str(tree), *tests]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - t0
+    status = "passed" if proc.returncode == 0 else "failed"
+    return status, time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.mutate", description=__doc__.split("\n")[0])
+    ap.add_argument("--block", action="append", choices=sorted(BLOCKS),
+                    help="mutate only this block (repeatable); default: all")
+    ap.add_argument("--max", type=int, default=0, help="at most N mutants per block (a seeded "
+                    "sample; 0 = all)")
+    ap.add_argument("--kind", action="append", choices=["cmp", "const", "sat"],
+                    help="only these mutation kinds")
+    ap.add_argument("--seed", type=int, default=1, help="sampling seed for --max")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--report", default=str(OUT / "report.md"))
+    args = ap.parse_args(argv)
+    blocks = args.block or sorted(BLOCKS)
+
+    plan: dict[str, list[Mutant]] = {}
+    for blk in blocks:
+        files, _ = BLOCKS[blk]
+        muts = [mu for f in files for mu in mutants_of(f)
+                if not args.kind or mu.kind in args.kind]
+        if args.max and len(muts) > args.max:
+            muts = sorted(random.Random(args.seed).sample(muts, args.max),
+                          key=lambda mu: (mu.file, mu.line, mu.start))
+        plan[blk] = muts
+    if args.list:
+        for blk, muts in plan.items():
+            for mu in muts:
+                src = (ROOT / mu.file).read_text()
+                print(f"{blk:<14} {mu.file}:{mu.line:<4} {mu.kind:<5} {mu.desc:<28} "
+                      f"{mu.source_line(src)[:60]}")
+        return 0
+
+    tree = OUT / "tree"
+    _copy_tree(tree)
+    lines = ["# Mutation report", "", f"Tree: `git archive HEAD` "
+             f"({subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, text=True, capture_output=True).stdout.strip()}); "  # noqa: E501
+             f"mutants per block: {'all' if not args.max else f'at most {args.max}'}.", "",
+             "| block | mutants | killed | equivalent | surviving | kill rate | baseline s |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    detail: list[str] = []
+    total_survivors = 0
+    for blk, muts in plan.items():
+        files, tests = BLOCKS[blk]
+        tests = [t for t in tests if (tree / t).exists()]
+        status, base_s = _run_tests(tree, tests, 900)
+        if status != "passed":
+            print(f"{blk}: the unmutated tests do not pass ({status}); skipped", flush=True)
+            lines.append(f"| {blk} | - | - | - | - | baseline {status} | {base_s:.0f} |")
+            continue
+        timeout = 3 * base_s + 30
+        killed, equivalent, survivors = 0, [], []
+        for n, mu in enumerate(muts, 1):
+            path = tree / mu.file
+            orig = path.read_text()
+            mutated = orig[:mu.start] + mu.text + orig[mu.end:]
+            path.write_text(mutated)
+            try:
+                status, secs = _run_tests(tree, tests, timeout)
+            finally:
+                path.write_text(orig)
+            srcline = mu.source_line(orig)
+            key = (mu.file, srcline, mu.desc)
+            if status == "passed":
+                if key in EQUIVALENT:
+                    equivalent.append((mu, srcline, EQUIVALENT[key]))
+                    verdict = "equivalent"
+                else:
+                    survivors.append((mu, srcline))
+                    verdict = "SURVIVED"
+            else:
+                killed += 1
+                verdict = f"killed ({status})"
+            print(f"[{blk} {n}/{len(muts)}] {mu.file}:{mu.line} {mu.kind} {mu.desc}: "
+                  f"{verdict} {secs:.0f} s", flush=True)
+        live = len(muts) - len(equivalent)
+        rate = f"{100 * killed / live:.0f} %" if live else "-"
+        lines.append(f"| {blk} | {len(muts)} | {killed} | {len(equivalent)} | "
+                     f"{len(survivors)} | {rate} | {base_s:.0f} |")
+        total_survivors += len(survivors)
+        if survivors or equivalent:
+            detail += ["", f"## {blk}", "", f"Tests: {', '.join(tests)}", ""]
+        for mu, srcline in survivors:
+            detail.append(f"- SURVIVED `{mu.file}:{mu.line}` {mu.kind} `{mu.desc}`: "
+                          f"`{srcline}`")
+        for mu, srcline, why in equivalent:
+            detail.append(f"- equivalent `{mu.file}:{mu.line}` {mu.kind} `{mu.desc}`: "
+                          f"`{srcline}` ({why})")
+    report = Path(args.report)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text("\n".join(lines + detail) + "\n")
+    print(f"report: {report}; {total_survivors} surviving non-equivalent mutant(s)")
+    return 1 if total_survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
