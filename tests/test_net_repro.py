@@ -14,7 +14,7 @@ import pytest
 from sim.net.algorithms import LdcpParams
 from sim.net.engine import PS_PER_S, PS_PER_US
 from sim.scenario import load
-from sim.scenario.metrics import jain
+from sim.scenario.metrics import jain, window_mechanism
 from sim.scenario.runner import build, run
 
 
@@ -177,3 +177,35 @@ def test_ldcp_fast_start_losses_spare_the_stable_flows():
     assert rate >= 0.6 * 100, rate
     done = [f for f in res.flows if f.finish_ps is not None]
     assert len(done) >= 3 and all(f.delivered_bytes == f.size_bytes for f in done), res.flows
+
+
+def test_ldcp_default_scenario_tail_is_the_time_below_one_packet():
+    # docs/results.md, "LDCP's tail": on the default scenario (seed 1) every incast flow loses
+    # in fast start (one NAK, no timeout); the flows that then go below one packet make the
+    # tail (FCT correlated with the time below one packet), while the long flows, above one
+    # packet, take several times their fair share of the port in the incast's second half.
+    scn = load("default", {"seed": 1}, ["ldcp"])
+    net, _, _ = build(scn, "ldcp")
+    net.run(scn.duration_ps)
+    res = net.result()
+    per_flow = {f.flow_id: net.sender(f.flow_id).measured() for f in net.flows}
+    inc = [f for f in res.flows if f.tag == "incast"]
+    assert all(per_flow[f.flow_id]["naks"] == 1 and per_flow[f.flow_id]["fast_start_exit"] == 1
+               and f.finish_ps is not None for f in inc)
+    assert res.counters["timeouts"] == 0
+    mech = window_mechanism(res, "incast", per_flow)
+    assert mech["corr_fct_below_one"] >= 0.9, mech
+    below = [f for f in inc if per_flow[f.flow_id]["below_one_us"] > 0]
+    above = [f for f in inc if per_flow[f.flow_id]["below_one_us"] == 0]
+    assert len(inc) // 3 <= len(below) < len(inc), len(below)
+
+    def fct(f):
+        return f.finish_ps - f.start_ps
+    assert statistics.mean(fct(f) for f in below) > max(fct(f) for f in above)
+    # the long flows while the last half of the incast flows are unfinished
+    finish = sorted(f.finish_ps for f in inc)
+    a, b = -(-finish[len(finish) // 2] // res.sample_ps), finish[-1] // res.sample_ps
+    longs = sum(gbps(res.flow_series[f.flow_id], res.sample_ps, a, b)
+                for f in res.flows if f.size_bytes is None)
+    fair = 4 * 100 / (4 + len(finish) - len(finish) // 2)
+    assert longs >= 2 * fair, (longs, fair)

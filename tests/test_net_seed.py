@@ -15,6 +15,9 @@ from sim.net.algorithms import DcqcnParams, QcnParams
 from sim.net.engine import PS_PER_US
 from sim.net.network import FlowSpec, Network, SwitchConfig
 from sim.net.topology import dumbbell, leaf_spine
+from sim.scenario import load
+from sim.scenario.metrics import summarize
+from sim.scenario.runner import run
 from sim.scenario.workload import IncastWorkload, LongWorkload, generate_flows
 
 
@@ -139,3 +142,24 @@ def test_run_with_seeds_prints_and_writes_the_spread(tmp_path, capsys):
     assert {"seed_3", "seed_4", "seed_5", "mean", "sd"} <= set(rows[0])
     summary = json.loads((out / "reps" / "summary.json").read_text())
     assert summary["scenario"]["seed"] == 3
+
+
+def test_the_replications_key_runs_seed_to_seed_plus_n_minus_1(tmp_path):
+    # A scenario with ``seed = 7`` and ``replications = 3`` and no --seeds: seeds 7, 8 and 9,
+    # each the same run as the scenario alone at that seed (one process).
+    text = textwrap.dedent(SCENARIO).replace('name = "reps"', 'name = "reps"\nseed = 7\n'
+                                             'replications = 3')
+    text = text.replace('algorithms = ["dcqcn", "dctcp"]', 'algorithms = ["dctcp"]')
+    path = tmp_path / "reps.toml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--jobs", "1", "--out", str(out), "--quiet",
+                 "--no-plots"]) == 0
+    reps = json.loads((out / "reps" / "replications.json").read_text())
+    assert reps["seeds"] == [7, 8, 9]
+    alone = [run(load(str(path), {"seed": s}), "dctcp").result for s in (7, 8, 9)]
+    assert reps["runs"]["dctcp"]["events"]["values"] == [r.events for r in alone]
+    p99 = reps["runs"]["dctcp"]["metrics.headline.slowdown_p99"]["values"]
+    assert p99 == [summarize(r)["headline"]["slowdown_p99"] for r in alone]
+    assert len(set(p99)) > 1                  # (the seeds moved the incast's jitter)
+    assert json.loads((out / "reps" / "summary.json").read_text())["scenario"]["seed"] == 7

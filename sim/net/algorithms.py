@@ -33,7 +33,7 @@ from sim.models.dctcp import DctcpConfig, DctcpReceiverModel, DctcpSenderModel
 from sim.models.ldcp_transport import RxPacket, TAck
 from sim.models.ldcp_transport_fast import FastLdcpReceiverModel, FastLdcpSenderModel
 
-from .engine import IDLE, PS_PER_NS, Alarm
+from .engine import IDLE, PS_PER_NS, PS_PER_US, Alarm
 from .packet import ACK, CNM, CNP, DATA, NAK, Packet, control
 
 
@@ -138,9 +138,10 @@ class _InOrderReceiver(_Endpoint):
 
 @dataclass(frozen=True)
 class DctcpParams:
-    """DCTCP (``dctcp.md``): step marking at ``k_bytes`` (CE when q > K), Linux alpha with
-    g = 2**-shift_g, Reno growth from ``init_cwnd`` packets, receiver ACK every ``ack_every``
-    packets (RFC 8257 state machine), go-back-N after ``rto_ns`` without progress."""
+    """DCTCP (RFC 8257; Alizadeh et al., SIGCOMM 2010): step marking at ``k_bytes`` (CE when
+    q > K), Linux alpha with g = 2**-shift_g, Reno growth from ``init_cwnd`` packets, receiver
+    ACK every ``ack_every`` packets (RFC 8257 state machine), go-back-N after ``rto_ns``
+    without progress."""
 
     k_bytes: int = 65_000
     init_cwnd: int = 10
@@ -538,7 +539,8 @@ def _no_marking(params, *, ports, mtu, buf_max, shared_buffer, sample_at):
 
 @dataclass(frozen=True)
 class LdcpParams:
-    """LDCP (``ldcp.md``): PAWA ``alpha``/``beta``, sub-1 ``gamma``, receiver delayed-ACK limit
+    """LDCP (draft-dai-tsvwg-pfc-free-congestion-control-00): PAWA ``alpha``/``beta``, sub-1
+    ``gamma``, receiver delayed-ACK limit
     ``m`` (1: an ACK per packet), window cap, the base RTT of the sub-1 timer and of the BDP
     (``base_rtt_ns``; 0, the default: each flow's own, from its path as the topology knows it,
     :meth:`sim.net.network.Network.base_rtt_ps`), fast start's initial window ``iw`` (0: the BDP
@@ -647,6 +649,16 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
         self.waiting = False
         self.rtos = 0
         self.below_one = False
+        # per-flow measurements (:meth:`measured`), sampled at ACK arrivals only (inputs, not
+        # wake-ups, so that they do not depend on when the endpoint is woken)
+        self.gamma = cfg.window.registers().gamma
+        self.last_ack_ps: int | None = None
+        self.last_cw: int | None = None   # the engine's cw at the last ACK (before its update)
+        self.min_cw: int | None = None
+        self.below_one_ps = 0             # time with cw < 1 packet
+        self.at_floor_ps = 0              # time with cw at the floor gamma
+        self.sub1_from_ps: int | None = None   # first ACK that found cw < 1
+        self.fs_exit_ps: int | None = None     # when fast start ended (a loss or a full IW)
 
     def start(self) -> None:
         self.model.start_message(self._cycle(), self.length)
@@ -699,6 +711,31 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
                 "bdp_packets": round(r.cw_bdp / CW_ONE, 3),
                 "rto_us": round(r.rto / cfg.window.clk_hz * 1e6, 3)}
 
+    def measured(self) -> dict:
+        """What was measured of the flow's window and fast start (described at
+        :meth:`_note_ack`), times in microseconds; read at the end of a run."""
+        below, floor = self.below_one_ps, self.at_floor_ps
+        if self.last_cw is not None and not self.model.done:   # (still open at the end)
+            tail = self.sim.now - self.last_ack_ps
+            below += tail if self.last_cw < CW_ONE else 0
+            floor += tail if self.last_cw <= self.gamma else 0
+        st = self.model.stats
+        fs_exit = self.fs_exit_ps
+        if fs_exit is None and self._fs_exited():
+            fs_exit = self.last_ack_ps
+
+        def us(ps):
+            return round(ps / PS_PER_US, 4)
+
+        def since_start(ps):
+            return None if ps is None else us(ps - self.spec.start_ps)
+        return {"below_one_us": us(below), "at_floor_us": us(floor),
+                "below_one_from_us": since_start(self.sub1_from_ps),
+                "min_cw_packets": None if self.min_cw is None else round(self.min_cw / CW_ONE, 5),
+                "fast_start_exit": 1 if st.exits[1] else 2 if st.exits[2] else 0,
+                "fast_start_exit_us": since_start(fs_exit), "naks": st.naks,
+                "timeouts": st.rtos}
+
     def window_packets(self) -> float:
         """The window engine's ``cw`` in packets now (sampled for tracked flows)."""
         self.model.advance(self._cycle())
@@ -709,10 +746,41 @@ class LdcpSenderEndpoint(_Endpoint, _CycleClock):
             self.below_one = True
             self.net.counters["flows_below_one_packet"] += 1
 
+    def _note_ack(self) -> None:
+        """At an ACK's arrival, once the engine has reached its cycle (the window before this
+        ACK's own update, which commits a few cycles later): the time since the previous ACK
+        counts as below one packet (``below_one_us``) if this window is below one packet, and
+        as at the floor (``at_floor_us``) if it is gamma, the smallest window.  Also the
+        smallest window after fast start (``min_cw_packets``), the first ACK that found the
+        window below one packet (``below_one_from_us``, from the flow's start), and when fast
+        start ended (``fast_start_exit_us``: the arrival of the ACK or NAK that ended it;
+        ``fast_start_exit`` 1 by a loss, 2 with the whole IW acknowledged; the engine takes an
+        ACK at the edge after its arrival, so the exit is seen at the next ACK).  A window's
+        change is seen at the next ACK: the error is one update's latency per crossing,
+        against hundreds of microseconds measured."""
+        now, cw = self.sim.now, self.model.cw
+        if self.last_ack_ps is not None:
+            if cw < CW_ONE:
+                self.below_one_ps += now - self.last_ack_ps
+            if cw <= self.gamma:
+                self.at_floor_ps += now - self.last_ack_ps
+        if cw < CW_ONE and self.sub1_from_ps is None:
+            self.sub1_from_ps = now
+        if self.fs_exit_ps is None and self._fs_exited():
+            self.fs_exit_ps = self.last_ack_ps      # (the ACK before: it was taken since)
+        elif self.fs_exit_ps is not None and (self.min_cw is None or cw < self.min_cw):
+            self.min_cw = cw        # (the stable stage's window: fast start has none)
+        self.last_ack_ps, self.last_cw = now, cw
+
+    def _fs_exited(self) -> bool:
+        ex = self.model.stats.exits
+        return bool(ex[1] or ex[2])
+
     def on_control(self, pkt: Packet) -> None:
         if pkt.kind not in (ACK, NAK):
             return
         self.model.on_ack(self._cycle(), TAck(pkt.seq, pkt.ece, pkt.count, pkt.kind == NAK))
+        self._note_ack()
         self._pump(True)
         self._note_sub1()
 

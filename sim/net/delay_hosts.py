@@ -61,6 +61,7 @@ class DelayEndpoint:
         self.packets = None if spec.size_bytes is None else -(-spec.size_bytes // net.mtu)
         self.high = 0
         self.retx_bytes = 0
+        self.started = False      # senders: start() was called (a wake-up before is a no-op)
         self.clk_ps = net.clk_ps
         self.clk_hz = 10**12 // net.clk_ps
 

@@ -53,7 +53,7 @@ from .packet import (
 
 @dataclass(frozen=True)
 class PfcConfig:
-    """Priority flow control on the data priority (``switch.md`` §4).
+    """Priority flow control on the data priority (IEEE 802.1Qbb).
 
     A switch counts, per ingress port, the data bytes it holds that arrived on that port.  Above
     ``xoff_bytes`` it sends PAUSE(``pause_time_ps``) upstream and refreshes it every half pause
@@ -137,6 +137,9 @@ class FlowRecord:
     #: the sender engine's per-flow settings where they depend on the flow (LDCP: the base RTT
     #: taken from the path and what derives from it), else empty
     settings: dict = field(default_factory=dict)
+    #: what the sender measured of its own run where it measures anything (LDCP: time below one
+    #: packet and at the floor gamma, minimum window, fast-start exit, NAKs, timeouts), else empty
+    measured: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -692,9 +695,10 @@ class Network:
             ideal = None if f.size_bytes is None else self.ideal_fct_ps(f.src, f.dst,
                                                                         f.size_bytes)
             settings = tx.settings() if hasattr(tx, "settings") else {}
+            measured = tx.measured() if hasattr(tx, "measured") else {}
             records.append(FlowRecord(f.flow_id, f.src, f.dst, f.tag, f.size_bytes, f.start_ps,
                                       rx.done_ps, rx.delivered_bytes, ideal, tx.retx_bytes,
-                                      f.stop_ps, settings))
+                                      f.stop_ps, settings, measured))
         counters = dict(self.counters)
         for k in ("marks", "drops_not_ect_at_k", "drops_buffer", "cnps", "cnms", "pause_frames",
                   "timeouts", "retransmitted_packets", "watchdog_trips", "cnps_by_switch",

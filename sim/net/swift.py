@@ -22,7 +22,7 @@ from sim.models.swift import SwiftAck, SwiftModel
 
 from .algorithms import ALGORITHMS, AlgorithmSpec
 from .delay_hosts import DelayEndpoint, EchoReceiver, RtoTimer, RttTrace, no_marking, path_hops
-from .engine import PS_PER_NS
+from .engine import PS_PER_NS, Alarm
 from .packet import ACK, NAK, Packet
 
 __all__ = ["SwiftParams", "SwiftSenderEndpoint", "SwiftReceiverEndpoint"]
@@ -82,14 +82,16 @@ class SwiftSenderEndpoint(DelayEndpoint):
         self.acked = 0
         self.finished = False
         self.next_pace = 0          # ps: the next release of a sub-one window
-        self.wake_at = None
+        self.alarm = Alarm(self.sim, self._pump)    # the pacer's one pending wake-up
         self.waiting = False
         self.below_one = False
         self.cwnd_min = self.model.state.cwnd     # smallest window seen (UQ16.16)
         self.paced = 0                             # packets released by the sub-one pacer
 
     def start(self) -> None:
+        self.started = True
         self.timer.arm()
+        self._note_window()
         self._pump()
 
     # -- go-back-N --------------------------------------------------------------------------------
@@ -98,48 +100,55 @@ class SwiftSenderEndpoint(DelayEndpoint):
 
     def timeout(self) -> None:
         self.model.on_timeout(self.cycle(self.sim.now))
+        self._note_window()
         self.next_seq = self.acked
         self._pump()
 
-    # -- sending ----------------------------------------------------------------------------------
-    def _pump(self) -> None:
-        if self.sim.now == self.wake_at:
-            self.wake_at = None
-        s = self.model.state
-        self.cwnd_min = min(self.cwnd_min, s.cwnd)
-        if s.cwnd < CW_ONE and not self.below_one:
+    def _note_window(self) -> None:
+        """After every update of the model: the smallest window, and whether the flow went
+        below one packet (whatever event took it there, and even on its last ACK)."""
+        cwnd = self.model.state.cwnd
+        self.cwnd_min = min(self.cwnd_min, cwnd)
+        if cwnd < CW_ONE and not self.below_one:
             self.below_one = True
             self.net.counters["flows_below_one_packet"] += 1
-        if self.finished:
+
+    # -- sending ----------------------------------------------------------------------------------
+    def _pump(self) -> None:
+        """Release what the window and the sub-one pacer allow now, and keep the one alarm at
+        the pacer's next release (none when the flow waits for an ACK or for the NIC).
+
+        A function of the flow's state only: the checks come in the order window, pacer, NIC,
+        and the alarm moves only when its time changes, so that a wake-up at any other time
+        (a spurious call) releases nothing and leaves the schedule, including the order among
+        events of the same time, untouched."""
+        if self.finished or self.waiting or not self.started:
             return
+        s = self.model.state
         nic = self.host.nic
+        wake = None
         while self.more(self.next_seq):
-            if nic.data_backlog() >= 2:
-                if not self.waiting:
-                    self.waiting = True
-                    nic.waiters.append(self._drained)
-                return
             cwnd = s.cwnd
-            if cwnd >= CW_ONE:
+            paced = cwnd < CW_ONE
+            if not paced:
                 if (self.next_seq - self.acked + 1) * CW_ONE > cwnd:
-                    return
+                    break
             else:
                 if s.pace == 0 and self.next_seq > self.acked:
-                    return          # below one packet before any RTT sample: one in flight
-                now = self.sim.now
-                if now < self.next_pace:
-                    self._wake(self.next_pace)
-                    return
-                self.next_pace = now + s.pace * self.clk_ps
+                    break           # below one packet before any RTT sample: one in flight
+                if self.sim.now < self.next_pace:
+                    wake = self.next_pace
+                    break
+            if nic.data_backlog() >= 2:
+                self.waiting = True
+                nic.waiters.append(self._drained)
+                break
+            if paced:
+                self.next_pace = self.sim.now + s.pace * self.clk_ps
                 self.paced += 1
             self.send_seq(self.next_seq)
             self.next_seq += 1
-
-    def _wake(self, t: int) -> None:
-        if self.wake_at is not None and self.sim.now <= self.wake_at <= t:
-            return
-        self.wake_at = t
-        self.sim.at(t, self._pump)
+        self.alarm.keep(wake)
 
     def _drained(self) -> None:
         self.waiting = False
@@ -157,6 +166,7 @@ class SwiftSenderEndpoint(DelayEndpoint):
             total = (self.cycle(now) - self.cycle(pkt.sent_ps)) & 0xFFFFFFFF
             fabric = max(total - self.endpoint, 0)
             s = self.model.on_ack(SwiftAck(self.cycle(now), fabric, self.endpoint, self.hops, n))
+            self._note_window()
             self.rtt.add(now, s.rtt)
             if self.packets is not None and self.acked >= self.packets:
                 self.finished = True
@@ -167,6 +177,7 @@ class SwiftSenderEndpoint(DelayEndpoint):
             self.acked = pkt.seq
             self.timer.progress()
             self.model.on_fast_recovery(self.cycle(now))
+            self._note_window()
             self.next_seq = pkt.seq
         else:
             return

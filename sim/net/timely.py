@@ -22,7 +22,7 @@ from sim.models.timely import TimelyCompletion, TimelyModel
 
 from .algorithms import ALGORITHMS, AlgorithmSpec
 from .delay_hosts import DelayEndpoint, EchoReceiver, RtoTimer, RttTrace, no_marking
-from .engine import PS_PER_NS
+from .engine import PS_PER_NS, Alarm
 from .packet import ACK, NAK, Packet
 
 __all__ = ["TimelyParams", "TimelySenderEndpoint", "TimelyReceiverEndpoint"]
@@ -90,11 +90,13 @@ class TimelySenderEndpoint(DelayEndpoint):
         self.acked = 0
         self.finished = False
         self.next_ok = 0
-        self.scheduled = False
+        self.alarm = Alarm(self.sim, self._send_segment)   # the pacer's one pending wake-up
+        self.waiting = False
         self.app_bytes = 0          # handed to the NIC since the last completion
         self.app_since = 0          # cycle of the last completion (or of the start)
 
     def start(self) -> None:
+        self.started = True
         self.app_since = self.sim.now // self.clk_ps
         self.timer.arm()
         self._send_segment()
@@ -108,23 +110,25 @@ class TimelySenderEndpoint(DelayEndpoint):
 
     def _go_back(self, seq: int) -> None:
         self.next_seq = max(seq, self.acked)
-        if not self.scheduled:
-            self._send_segment()
+        if self.alarm.time is None and not self.waiting:
+            self._send_segment()        # (else the pending wake-up sends from next_seq)
 
     # -- pacing -----------------------------------------------------------------------------------
     def _send_segment(self) -> None:
-        self.scheduled = False
-        if self.finished or not self.more(self.next_seq):
+        """Hand the next segment to the NIC if the pacer and the NIC allow it now, and keep the
+        one alarm at the pacer's next release.  A wake-up when the segment is not due (before
+        ``next_ok``, while the NIC is full, before the start or after the last packet) changes
+        nothing: not the alarm, and not its place among events of the same time."""
+        if not self.started or self.waiting or self.finished or not self.more(self.next_seq):
             return
         now = self.sim.now
         if now < self.next_ok:
-            self.scheduled = True
-            self.sim.at(self.next_ok, self._send_segment)
+            self.alarm.keep(self.next_ok)
             return
         nic = self.host.nic
         if nic.data_backlog() >= 2:
-            self.scheduled = True           # the NIC is busy: its scheduler holds the flow
-            nic.waiters.append(self._send_segment)
+            self.waiting = True             # the NIC is busy: its scheduler holds the flow
+            nic.waiters.append(self._drained)
             return
         # the segment ends at the next multiple of seg_pkts (a retransmission restarts mid-way)
         end = (self.next_seq // self.seg_pkts + 1) * self.seg_pkts
@@ -136,8 +140,11 @@ class TimelySenderEndpoint(DelayEndpoint):
         inc = max(self.limiter.inc_for(self.model.state.rate), 1)
         cycles = -(-(sent << CREDIT_FRAC) // inc)
         self.next_ok = (now // self.clk_ps + cycles) * self.clk_ps
-        self.scheduled = True
-        self.sim.at(self.next_ok, self._send_segment)
+        self.alarm.set(self.next_ok)
+
+    def _drained(self) -> None:
+        self.waiting = False
+        self._send_segment()
 
     # -- completions ------------------------------------------------------------------------------
     def on_control(self, pkt: Packet) -> None:

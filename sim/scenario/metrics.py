@@ -84,8 +84,15 @@ def fct_rows(res) -> list[dict]:
         rows.append({"flow_id": f.flow_id, "tag": f.tag, "src": f.src, "dst": f.dst,
                      "size_bytes": f.size_bytes, "start_ps": f.start_ps,
                      "finish_ps": f.finish_ps, "fct_ps": fct, "ideal_fct_ps": f.ideal_fct_ps,
-                     "slowdown": slowdown, "bucket": bucket_of(f.size_bytes)})
+                     "slowdown": slowdown, "bucket": bucket_of(f.size_bytes),
+                     "below_one_us": measured(f).get("below_one_us")})
     return rows
+
+
+def measured(f) -> dict:
+    """A flow record's per-flow measurements (LDCP's sender: time below one packet, fast
+    start; see ``LdcpSenderEndpoint.measured``), or {} where the sender measures nothing."""
+    return getattr(f, "measured", None) or {}
 
 
 def _spread(values) -> dict:
@@ -160,6 +167,71 @@ def counters(res) -> dict:
     return out
 
 
+def _pearson(xs, ys) -> float | None:
+    n = len(xs)
+    if n < 3:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+
+
+def window_mechanism(res, tag: str | None = None, per_flow: dict | None = None) -> dict | None:
+    """What the sized flows' windows went through, from the per-flow measurements the sender
+    reports (:func:`measured`, or ``per_flow``: flow id -> measurements, e.g. from the
+    endpoints, ``{f: net.sender(f).measured()}``; LDCP: ``below_one_us``, ``at_floor_us``,
+    ``naks``, ``fast_start_exit``; None for an algorithm that reports none), for the flows
+    tagged ``tag`` (None: every sized flow):
+
+    - ``below_one``: how many flows had a window below one packet, and their time below one
+      packet (mean, p50, max, in us) and at the floor gamma;
+    - ``corr_fct_below_one``: Pearson correlation, over the finished flows, of the FCT with
+      the time below one packet;
+    - ``fast_start``: flows whose fast start ended by a loss, NAKs per flow;
+    - ``long_flows_gbps``: goodput of each long-lived flow while the flows of ``tag`` were
+      unfinished (from the first start to the last finish; mean, min, max, sum), from the
+      tracked flows' series."""
+    def m(f):
+        return per_flow[f.flow_id] if per_flow is not None else measured(f)
+    flows = [f for f in res.flows if f.size_bytes is not None and (tag is None or f.tag == tag)
+             and "below_one_us" in m(f)]
+    if not flows:
+        return None
+    below = {f.flow_id: m(f)["below_one_us"] for f in flows}
+    sub1 = [f for f in flows if below[f.flow_id] > 0]
+    done = [f for f in flows if f.finish_ps is not None]
+    fct = [(f.finish_ps - f.start_ps) / PS_PER_US for f in done]
+    out = {"flows": len(flows), "finished": len(done),
+           "below_one": {"flows": len(sub1), **_spread_us([below[f.flow_id] for f in sub1]),
+                         "at_floor_mean_us": (sum(m(f).get("at_floor_us", 0) for f in sub1)
+                                              / len(sub1) if sub1 else None)},
+           "corr_fct_below_one": _pearson(fct, [below[f.flow_id] for f in done]),
+           "below_one_mean_all_us": sum(below.values()) / len(below),
+           "fast_start": {"loss_exits": sum(m(f).get("fast_start_exit") == 1 for f in flows),
+                          "naks_per_flow": sum(m(f).get("naks", 0) for f in flows)
+                          / len(flows)}}
+    start = min(f.start_ps for f in flows)
+    end = max(f.finish_ps for f in done) if len(done) == len(flows) else res.duration_ps
+    i0, i1 = -(-start // res.sample_ps), end // res.sample_ps
+    rates = []
+    for f in res.flows:
+        series = res.flow_series.get(f.flow_id)
+        if f.size_bytes is None and series is not None and i1 > i0 and i1 < len(series):
+            rates.append((series[i1] - series[i0]) * 8 * PS_PER_S
+                         / ((i1 - i0) * res.sample_ps) / 1e9)
+    out["window_us"] = [i0 * res.sample_ps / PS_PER_US, i1 * res.sample_ps / PS_PER_US]
+    out["long_flows_gbps"] = ({"mean": sum(rates) / len(rates), "min": min(rates),
+                               "max": max(rates), "sum": sum(rates)} if rates else None)
+    return out
+
+
+def _spread_us(values) -> dict:
+    return {"mean_us": sum(values) / len(values) if values else None,
+            "p50_us": percentile(values, 50), "max_us": max(values, default=None)}
+
+
 def summarize(res, stops: dict[int, int | None] | None = None) -> dict:
     """Every metric of a run, JSON-ready, plus the headline numbers of the comparison table."""
     util = utilization(res)
@@ -181,5 +253,9 @@ def summarize(res, stops: dict[int, int | None] | None = None) -> dict:
         "cnps_cnms": count["cnps"] + count["cnms"],
         "paused_us": count["paused_us"],
     }
-    return {"headline": headline, "utilization": util, "queues": queues, "fct": fct,
-            "fairness": fair, "counters": count, "paused_fraction": pause_stats(res)}
+    out = {"headline": headline, "utilization": util, "queues": queues, "fct": fct,
+           "fairness": fair, "counters": count, "paused_fraction": pause_stats(res)}
+    mech = window_mechanism(res)
+    if mech is not None:        # (LDCP: the sized flows' time below one packet, fast start)
+        out["window_mechanism"] = mech
+    return out
