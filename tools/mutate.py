@@ -2,8 +2,11 @@
 
 ``python -m tools.mutate [--block NAME ...] [--max N]`` (``make mutate``) parses the Python
 source of each block with :mod:`ast`, makes one-line mutants and runs the block's fast tests
-against each, one at a time, in a private copy of the committed tree (``git archive HEAD``
-under ``build/mutate/tree``; the working tree is never touched).  Mutants:
+against each, one at a time, in a private copy of the working tree (every tracked and every
+untracked, not ignored file, as ``git ls-files -co --exclude-standard`` lists them, copied to
+``build/mutate/tree``; the working tree itself is never written).  The mutants are made from
+the working-tree source and applied to that copy, so uncommitted edits and uncommitted tests
+are what is mutated and run.  Mutants:
 
 * ``cmp``: a comparison's boundary moved (``<`` <-> ``<=``, ``>`` <-> ``>=``) or inverted
   (``==`` <-> ``!=``);
@@ -23,15 +26,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import io
 import os
 import random
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,10 +52,30 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "qcn_cp": (["hw/switch/qcn_cp.py"], ["tests/test_qcn_cp.py"]),
     "cnm_gen": (["hw/switch/cnm_gen.py"], ["tests/test_cnm.py"]),
     "l3qcn": (["hw/switch/l3qcn.py"], ["tests/test_l3qcn.py"]),
+    "timer_wheel": (["hw/nic/timer_wheel.py"], ["tests/test_timer_wheel.py"]),
+    "flow_engine": (["hw/nic/flow_engine.py", "hw/nic/flow_datapath.py"],
+                    ["tests/test_flow_engine.py"]),
+    "dcqcn_engine": (["hw/nic/dcqcn_engine.py"],
+                     ["tests/test_dcqcn_engine.py", "tests/test_flow_engine_algos.py"]),
+    "qcn_engine": (["hw/nic/qcn_engine.py"],
+                   ["tests/test_qcn_engine.py", "tests/test_flow_engine_algos.py"]),
+    "pipemul": (["hw/lib/pipemul.py"], ["tests/test_pipemul.py"]),
+    "csr": (["hw/lib/csr.py"], ["tests/test_csr.py", "tests/test_block_registers.py"]),
+    # no Amaranth-simulation test: the cocotb test (a Verilator build per mutant, minutes)
+    "axi_lite": (["hw/lib/axi_lite.py"], ["cocotb_tests/test_axi_lite.py"]),
 }
 
 #: Equivalent mutants: (file, the stripped source line, mutation) -> why no test can kill it.
-EQUIVALENT: dict[tuple[str, str, str], str] = {}
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("hw/lib/pipemul.py", "terms, level = nxt, level + 1", "1 -> 2"):
+        "level is only compared with 0 (the loop runs at least once) and used in register "
+        "names: counting by 2 builds the same registers under other names",
+    ("hw/switch/marker.py",
+     "s0_delta = Signal(signed(cfg.len_width + 1))       # +length (enqueue), -length (dequeue)",
+     "1 -> 2"):
+        "a signed register one bit wider than needed holds the same values (+/- length); "
+        "every use sign-extends it",
+}
 
 CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
             ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
@@ -72,6 +93,7 @@ class Mutant:
     start: int         # character offsets of the replaced span in the file
     end: int
     text: str          # the replacement
+    old: str = ""      # the replaced text (checked before the mutant is applied)
 
     def source_line(self, src: str) -> str:
         return src.splitlines()[self.line - 1].strip()
@@ -113,8 +135,9 @@ def _index_or_count(node, parents) -> bool:
     return False
 
 
-def mutants_of(path: str) -> list[Mutant]:
-    src = (ROOT / path).read_text()
+def mutants_of(path: str, root: Path = ROOT) -> list[Mutant]:
+    """The mutants of ``path`` (relative to ``root``: the working tree, or a copy of it)."""
+    src = (root / path).read_text()
     tree = ast.parse(src)
     starts = _offsets(src)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
@@ -162,20 +185,40 @@ def mutants_of(path: str) -> list[Mutant]:
                 other = src[slice(*_span(node.args[2], starts))]
                 out.append(Mutant(path, node.lineno, "sat", "Mux(cmp, bound, x) -> x", s, e,
                                   f"({other})"))
+    out = [replace(mu, old=src[mu.start:mu.end]) for mu in out]
     out.sort(key=lambda mu: (mu.line, mu.start, mu.desc))
     return out
 
 
-def _copy_tree(dest: Path) -> None:
-    """The committed tree (HEAD), unpacked under ``dest``: the working tree, where others
-    edit, is never written."""
+def apply_mutant(source: str, mu: Mutant) -> str:
+    """``source`` with the mutant applied; raises if the span does not hold the text the
+    mutant was made from (a copy that differs from the source the mutants were made of)."""
+    if source[mu.start:mu.end] != mu.old:
+        raise RuntimeError(f"{mu.file}:{mu.line}: expected {mu.old!r} at offset {mu.start}, "
+                           f"found {source[mu.start:mu.end]!r}: tree copy out of date")
+    return source[:mu.start] + mu.text + source[mu.end:]
+
+
+def tree_files() -> list[str]:
+    """The working tree's files: tracked (as they are now, edits included) and untracked but
+    not ignored; tracked files deleted in the working tree are left out."""
+    out = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT,
+                         check=True, capture_output=True).stdout.decode()
+    return sorted({f for f in out.split("\0") if f and (ROOT / f).is_file()})
+
+
+def copy_tree(dest: Path) -> int:
+    """Copy the working tree (:func:`tree_files`) to ``dest``; returns the number of files.
+    The working tree, where others edit, is only read."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    blob = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, check=True,
-                          capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
-        tar.extractall(dest, filter="data")
+    files = tree_files()
+    for f in files:
+        target = dest / f
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, target)
+    return len(files)
 
 
 def _run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
@@ -193,6 +236,18 @@ def _run_tests(tree: Path, tests: list[str], timeout: float) -> tuple[str, float
     return status, time.monotonic() - t0
 
 
+def run_mutant(tree: Path, mu: Mutant, tests: list[str], timeout: float) -> tuple[str, float]:
+    """Apply ``mu`` in ``tree``, run ``tests`` there, restore the file: ``("passed" |
+    "failed" | "timeout", seconds)``."""
+    path = tree / mu.file
+    orig = path.read_text()
+    path.write_text(apply_mutant(orig, mu))
+    try:
+        return _run_tests(tree, tests, timeout)
+    finally:
+        path.write_text(orig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.mutate", description=__doc__.split("\n")[0])
     ap.add_argument("--block", action="append", choices=sorted(BLOCKS),
@@ -207,10 +262,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     blocks = args.block or sorted(BLOCKS)
 
+    # the copy first, and the mutants made from it: a file edited meanwhile in the working
+    # tree cannot shift a mutant's offsets
+    tree = OUT / "tree"
+    src_root = ROOT if args.list else tree
+    if not args.list:
+        n_files = copy_tree(tree)
     plan: dict[str, list[Mutant]] = {}
     for blk in blocks:
         files, _ = BLOCKS[blk]
-        muts = [mu for f in files for mu in mutants_of(f)
+        muts = [mu for f in files for mu in mutants_of(f, src_root)
                 if not args.kind or mu.kind in args.kind]
         if args.max and len(muts) > args.max:
             muts = sorted(random.Random(args.seed).sample(muts, args.max),
@@ -224,10 +285,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"{mu.source_line(src)[:60]}")
         return 0
 
-    tree = OUT / "tree"
-    _copy_tree(tree)
-    lines = ["# Mutation report", "", f"Tree: `git archive HEAD` "
-             f"({subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, text=True, capture_output=True).stdout.strip()}); "  # noqa: E501
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                          capture_output=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=normal"],
+                           cwd=ROOT, text=True, capture_output=True).stdout.strip()
+    lines = ["# Mutation report", "", f"Tree: a copy of the working tree ({n_files} files; "
+             f"HEAD {head}{', with uncommitted changes' if dirty else ''}); "
              f"mutants per block: {'all' if not args.max else f'at most {args.max}'}.", "",
              "| block | mutants | killed | equivalent | surviving | kill rate | baseline s |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -244,15 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         timeout = 3 * base_s + 30
         killed, equivalent, survivors = 0, [], []
         for n, mu in enumerate(muts, 1):
-            path = tree / mu.file
-            orig = path.read_text()
-            mutated = orig[:mu.start] + mu.text + orig[mu.end:]
-            path.write_text(mutated)
-            try:
-                status, secs = _run_tests(tree, tests, timeout)
-            finally:
-                path.write_text(orig)
-            srcline = mu.source_line(orig)
+            status, secs = run_mutant(tree, mu, tests, timeout)
+            srcline = mu.source_line((tree / mu.file).read_text())
             key = (mu.file, srcline, mu.desc)
             if status == "passed":
                 if key in EQUIVALENT:

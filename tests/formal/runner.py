@@ -220,7 +220,9 @@ def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
     if prop.cover_depth:
         cstat, cdetail = _status(work / f"{prop.name}_cover")
         log = work / f"{prop.name}_cover" / "logfile.txt"
-        n = len(re.findall(r"reached cover statement", log.read_text())) if log.exists() else 0
+        # one engine line per cover statement reached (the summary lists only the first few)
+        text = log.read_text() if log.exists() else ""
+        n = len(re.findall(r"Reached cover statement in step", text))
         cover = f"covered {n}" if cstat == "PASS" else f"UNREACHED ({cdetail or cstat})"
     return Result(prop.name, status, prop.depth, seconds, cover, detail)
 
