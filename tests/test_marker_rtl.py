@@ -3,14 +3,16 @@ register write and a counter read.  (The long runs are in cocotb_tests/, on Veri
 
 import random
 
-from hw.layouts import Ecn, MarkerCtrl, QueueOp, marker_descriptor_layout
+from hw.layouts import DropReason, Ecn, MarkerCtrl, QueueOp, marker_descriptor_layout
 from hw.switch.marker import EgressMarker
-from hw.switch.marker_config import MarkerConfig, MarkerReg
+from hw.switch.marker_config import CSR_ADDR_WIDTH, MarkerConfig, MarkerReg
 from sim.models.marker import Descriptor, MarkerModel, unpack_decision
 from tests.streams import run_testbenches, stream_get, stream_put
 
+_READS = (MarkerReg.CNT_ENQUEUED, MarkerReg.CNT_MARKED, MarkerReg.SHARED_OCC, MarkerReg.CTRL)
 
-def run(cfg: MarkerConfig, items, writes_before=()):
+
+def run(cfg: MarkerConfig, items, writes_before=(), read_addrs=_READS):
     dut = EgressMarker(cfg)
     layout = marker_descriptor_layout(cfg)
     decisions, reads = [], {}
@@ -24,8 +26,7 @@ def run(cfg: MarkerConfig, items, writes_before=()):
         while len(decisions) < len(items):       # the sink is back-pressured: wait for all
             await ctx.tick()
         await ctx.tick().repeat(2)               # counters follow their decision by a cycle
-        for reg in (MarkerReg.CNT_ENQUEUED, MarkerReg.CNT_MARKED, MarkerReg.SHARED_OCC,
-                    MarkerReg.CTRL):
+        for reg in read_addrs:
             ctx.set(dut.csr_raddr, reg)
             await ctx.tick()
             reads[reg] = ctx.get(dut.csr_rdata)
@@ -80,6 +81,48 @@ def test_back_to_back_same_queue_at_every_limit():
     decisions, _ = run(cfg, items)
     assert decisions == expected
     assert {"QUEUE_FULL", "POOL_FULL", "UNDERFLOW"} <= {d.reason.name for d in expected}
+
+
+def test_every_register_and_counter_reads_back_after_drops():
+    # Every word of the register port (the map's registers, the identification header and the
+    # unmapped words) read back after traffic with every drop reason and malformed descriptors,
+    # against the golden model's register file.  Three ports and three priorities: port 3 and
+    # priority 3 fit their 2-bit fields but are out of range (BAD_QUEUE); dequeues larger than
+    # the queue underflow; both count as CNT_MALFORMED.  The per-queue limit, the pool and the
+    # LDCP Not-ECT drop at K_DROP each drop some enqueues.
+    cfg = MarkerConfig.ldcp(ports=3, priorities=3, k_min=600, k_max=2000, p_max=0.5,
+                            k_drop=1200, buf_max=2000, shared_buffer=8000, draw_bits=4)
+    rng = random.Random(5)
+    items = [Descriptor(QueueOp.ENQUEUE if rng.random() < 0.65 else QueueOp.DEQUEUE,
+                        rng.choice((0, 0, 1, 1, 2, 3)), rng.choice((0, 0, 1, 1, 2, 3)),
+                        rng.choice((0, 100, 500, 1000, 1500)), Ecn(rng.randrange(4)))
+             for _ in range(300)]
+    model = MarkerModel(cfg)
+    expected = [model.step(d) for d in items]
+    words = range(1 << CSR_ADDR_WIDTH)
+    decisions, reads = run(cfg, items, read_addrs=words)
+    assert decisions == expected
+    assert reads == {addr: model.read(addr) for addr in words}
+    # the counters, tallied from the decisions by reason (independently of both register files)
+    tally = {reason: sum(d.reason == reason for d in expected) for reason in DropReason}
+    ok = [d for d in expected if d.reason == DropReason.NONE]
+    want = {
+        MarkerReg.CNT_ENQUEUED: sum(d.op == QueueOp.ENQUEUE for d in ok),
+        MarkerReg.CNT_DEQUEUED: sum(d.op == QueueOp.DEQUEUE for d in ok),
+        MarkerReg.CNT_MARKED: sum(d.marked for d in expected),
+        MarkerReg.CNT_DROP_NOT_ECT: tally[DropReason.NOT_ECT_AT_K],
+        MarkerReg.CNT_DROP_QUEUE_FULL: tally[DropReason.QUEUE_FULL],
+        MarkerReg.CNT_DROP_POOL_FULL: tally[DropReason.POOL_FULL],
+        MarkerReg.CNT_MALFORMED: tally[DropReason.BAD_QUEUE] + tally[DropReason.UNDERFLOW],
+    }
+    assert {reg: reads[reg] for reg in MarkerReg.counters()} == want
+    # every counter counted something, and no counter counts half of the descriptors or more
+    # (a condition inverted would count the others)
+    assert all(0 < n < len(items) // 2 for n in want.values()), want
+    assert tally[DropReason.UNDERFLOW] > 0
+    assert {(d.port == 3, d.prio == 3) for d in expected if d.reason == DropReason.BAD_QUEUE} \
+        == {(True, False), (False, True), (True, True)}
+    assert reads[MarkerReg.SHARED_OCC] == model.shared == sum(model.occ)
 
 
 def test_switch_radix_marker_elaborates_small():

@@ -9,7 +9,10 @@ from hw.lib.pipemul import pipelined_product, product_levels
 from tests.streams import run_testbenches
 
 
-@pytest.mark.parametrize("wa,wb,stages", [(24, 17, None), (7, 5, 4), (3, 1, None)])
+# wb = 3 and 7 build an adder group of odd size 3 (the pairwise tree's unpaired last term);
+# stages == levels is the fewest stages allowed (1 for wb = 3, 2 for wb = 7)
+@pytest.mark.parametrize("wa,wb,stages", [(24, 17, None), (7, 5, 4), (3, 1, None),
+                                          (5, 3, None), (6, 3, 1), (4, 7, 2)])
 def test_product_after_latency_edges_with_stalls(wa, wb, stages):
     m = Module()
     a, b, en = Signal(wa), Signal(wb), Signal()
@@ -43,3 +46,9 @@ def test_levels_and_too_few_stages():
     with pytest.raises(ValueError, match="needs 3 stages"):
         pipelined_product(m, Signal(4), Signal(17), stages=2)
     Fragment.get(m, None)
+    # exactly the levels the tree needs is enough
+    for wb in (1, 3, 5, 17):
+        m = Module()
+        _, latency = pipelined_product(m, Signal(4), Signal(wb), stages=product_levels(wb))
+        assert latency == product_levels(wb)
+        Fragment.get(m, None)

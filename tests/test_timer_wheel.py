@@ -385,3 +385,58 @@ def test_model_slot_choice_property(cfg):
             bisect.insort(occupied, want)
         now_abs += 1
     assert not m.overflow
+
+
+# -- overflow counter saturation --------------------------------------------------------------
+
+def test_overflow_count_saturates_at_its_maximum():
+    """The overflow statistics beyond the capacity rule (which a user breaks here on purpose):
+    with ``pop.ready`` held low, the 32-slot wheel takes 32 entries (31 in the wheel, one held
+    in the output register) and every later insert overflows, one per cycle.  Insert i is
+    decided two cycles after it is accepted and counted two cycles after that, so in cycle c
+    the counter reads c - 35 (an independent count).  Reaching 2**16 - 1 that way takes 65k
+    cycles, so once a few overflows are counted the test presets the 16-bit counter 8 below
+    its maximum (the RTL's register set by the simulator, the model's attribute): it must
+    reach 2**16 - 1 and stay there for the next 40 overflows, not wrap to 0.  Every output
+    is compared with the model every cycle."""
+    from sim.models.timer_wheel import OVF_COUNT_MAX
+
+    cfg = TimerWheelConfig(slots=32, horizon=16, max_entries=12, flow_bits=2, gen_bits=1,
+                           time_width=10, word_bits=4)
+    S = cfg.slots
+    first = S + L                            # the first cycle the counter reads 1
+    preset_at, preset = first + 10, OVF_COUNT_MAX - 8
+    cycles = preset_at + 48
+    assert OVF_COUNT_MAX == (1 << 16) - 1
+    dut = TimerWheel(cfg)
+    model = TimerWheelModel(cfg)
+    names = ["pop_valid", "occupancy", "max_occupancy", "max_displacement", "overflow",
+             "overflow_count"]
+    seen = []
+
+    async def bench(ctx):
+        for cyc in range(cycles):
+            ins = (cyc & 3, cyc & 1, cyc + L)
+            if cyc == preset_at:
+                assert ctx.get(dut.overflow_count) == model.ovf_count == preset_at - first + 1
+                ctx.set(dut.overflow_count, preset)
+                model.ovf_count = preset
+            ctx.set(dut.now, cyc)
+            ctx.set(dut.ins.valid, 1)
+            ctx.set(dut.ins.payload, {"flow": ins[0], "gen": ins[1], "deadline": ins[2]})
+            ctx.set(dut.pop.ready, 0)
+            exp = model.step(cyc, ins, False)
+            got = {n: ctx.get(dut.pop.valid if n == "pop_valid" else getattr(dut, n))
+                   for n in names}
+            assert got == {n: getattr(exp, n) for n in names}, (cyc, got, exp)
+            seen.append(got["overflow_count"])
+            await ctx.tick()
+
+    run_testbenches(dut, bench)
+    # independent expectation: one overflow a cycle from `first` on, the preset, saturation
+    want = [max(0, c - first + 1) if c < preset_at else min(preset + c - preset_at,
+                                                            OVF_COUNT_MAX)
+            for c in range(cycles)]
+    assert seen == want
+    assert seen[preset_at + 8:] == [OVF_COUNT_MAX] * 40          # held at the maximum
+    assert model.overflow and model.occ == S - 1
