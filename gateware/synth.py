@@ -98,7 +98,12 @@ def _tool(name: str) -> str:
 
 def _version(exe: str) -> str:
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
-    return (proc.stdout or proc.stderr).strip().splitlines()[0] if proc.returncode == 0 else "?"
+    if proc.returncode != 0:
+        return "?"
+    # (the YoWASP wrappers print "Preparing to run ..." on the first call, before the version)
+    lines = [ln for ln in (proc.stdout + proc.stderr).strip().splitlines()
+             if ln and not ln.startswith("Preparing to run")]
+    return lines[0] if lines else "?"
 
 
 def _run(cmd: list[str], cwd: Path, what: str, log: str) -> None:
