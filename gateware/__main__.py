@@ -8,17 +8,109 @@ of a registered top with your own knobs (the TOML holds fields of its configurat
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
+import inspect
+import json
 import sys
+import textwrap
+from importlib import metadata
 from pathlib import Path
 
 from .export import (
     BUILD,
+    ROOT,
     export_block,
     export_registers,
     register_map,
     update_doc_tables,
 )
 from .tops import TOPS
+
+STAMP = ".export-stamp.json"
+
+
+def _module_file(module: str) -> Path | None:
+    """The source file of a module of this project (``hw.nic.dcqcn_rp``), or None."""
+    base = ROOT.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """The project modules a parsed module imports (``from .x import y`` resolved; ``y`` too
+    when it is a submodule)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = module.split(".")
+                keep = len(parts) - node.level + (1 if is_package else 0)
+                base = ".".join(parts[:keep] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {m for m in found if m.split(".")[0] == "hw" and _module_file(m)}
+
+
+def _top_sources(name: str) -> list[Path]:
+    """Every source file the export of top ``name`` depends on: the modules its factory and
+    its configuration class import, transitively within ``hw/`` (and their packages), and the
+    exporter itself (``gateware/tops.py`` counts through the factory's source and the
+    configuration, both in the key)."""
+    top = TOPS[name]
+    factory_tree = ast.parse(textwrap.dedent(inspect.getsource(top.factory)))
+    todo = _imports(factory_tree, top.factory.__module__, False)
+    todo |= {m for m in (type(top.config).__module__, top.factory.__module__)
+             if m.startswith("hw.")}
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        todo.update(".".join(parts[:i]) for i in range(1, len(parts)))     # the packages
+        path = _module_file(module)
+        tree = ast.parse(path.read_bytes())
+        todo |= _imports(tree, module, path.name == "__init__.py") - seen
+    files = {_module_file(m) for m in seen} | {ROOT / "gateware" / f for f in (
+        "export.py", "__main__.py", "verilator_waivers.vlt")}
+    return sorted(files)
+
+
+def _stamp_key(name: str) -> str:
+    """A hash of what the export of top ``name`` depends on: its source files
+    (:func:`_top_sources`), its factory's source, its configuration and the versions of
+    Amaranth and Verilator."""
+    top = TOPS[name]
+    h = hashlib.sha256()
+    for path in _top_sources(name):
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(inspect.getsource(top.factory).encode() + b"\0" + name.encode() + b"\0")
+    h.update(top.config.to_json().encode())
+    for dist in ("amaranth", "verilator"):
+        try:
+            h.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            pass
+    return h.hexdigest()
+
+
+def _up_to_date(out: Path, key: str) -> dict | None:
+    """The stamp of ``out`` if it matches ``key`` and every file it lists still exists."""
+    try:
+        stamp = json.loads((out / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    if stamp.get("key") != key or not all((out / f).exists() for f in stamp.get("files", [])):
+        return None
+    return stamp
 
 
 def cmd_verilog(names, args):
@@ -40,8 +132,21 @@ def cmd_verilog(names, args):
             out = Path(args.out) if len(names) == 1 else Path(args.out) / name
         else:
             out = BUILD / (args.name or name)
+        # a registered top whose sources, configuration and tools are unchanged since its last
+        # export and lint is not redone (--force redoes it)
+        key = None if custom else _stamp_key(name)
+        stamp = None if custom or args.force else _up_to_date(out, key)
+        if stamp is not None:
+            path = out / stamp["files"][0]
+            shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+            print(f"  {name:<14} {shown}  up to date (lint -Wall: clean)   ({top.description})")
+            continue
+        (out / STAMP).unlink(missing_ok=True)
         paths = export_block(name, out, overrides=overrides, clk_hz=args.clk_hz,
                              name=args.name, axi=args.axi)
+        if key is not None:
+            files = [paths["v"].name] + sorted({p.name for k, p in paths.items() if k != "v"})
+            (out / STAMP).write_text(json.dumps({"key": key, "files": files}) + "\n")
         path = paths["v"]
         shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
         print(f"  {args.name or name:<14} {shown}  lint -Wall: clean   ({top.description}"
@@ -82,7 +187,9 @@ def main(argv=None):
     synth.add_argument("--write-docs", action="store_true",
                        help="merge the results into docs/synthesis.json and .md")
     synth.add_argument("--jobs", type=int, default=None, help="parallel jobs (default: cores)")
-    synth.add_argument("--force", action="store_true", help="redo tops whose Verilog is unchanged")
+    synth.add_argument("--force", action="store_true",
+                       help="redo tops whose Verilog is unchanged (verilog: whose sources are "
+                       "unchanged since the last export and lint)")
     synth.add_argument("--family", action="append", choices=["ecp5", "nexus"],
                        help="FPGA family (repeatable; default: all)")
     args = parser.parse_intermixed_args(argv)   # (options may follow the top names)

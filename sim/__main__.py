@@ -5,6 +5,7 @@
     python -m sim list                                   # bundled scenarios
     python -m sim run default [--algo ldcp,dctcp] [--out out] [--duration-us 500] [--seed 2]
         [--tag seed2] [--quiet] [--no-plots] [--seeds 1..5 [--jobs 2]]
+        [--param algo.dctcp.k_kb=30 ...]
     python -m sim sweep default --param algo.ldcp.alpha=0.5,1.0 --param topology.senders=8,16 \\
         [--jobs 2]
     python -m sim bench [--senders 100,1000,10000]       # events/s and wall time (not a test)
@@ -20,6 +21,7 @@ import csv
 import itertools
 import json
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -83,6 +85,12 @@ def _algos(text: str | None) -> list[str] | None:
 
 def _overrides(args) -> dict:
     out = {}
+    for item in getattr(args, "run_params", None) or []:     # run --param key.path=value
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ScenarioError(args.scenario, item, config.missing(),
+                                "--param needs key.path=value (one value; sweep takes lists)")
+        out[key.strip()] = config.parse_value(value.strip())
     if getattr(args, "duration_us", None) is not None:
         out["duration_us"] = config.parse_value(args.duration_us)
     if getattr(args, "seed", None) is not None:
@@ -105,13 +113,91 @@ def cmd_list(args) -> int:
     return 0
 
 
-def run_scenario(scn, quiet: bool = False) -> list:
+def run_scenario(scn, quiet: bool = False, on_done=None) -> list:
+    """Every algorithm of ``scn`` in turn; ``on_done(run)`` as soon as each finishes."""
     runs = []
     for algo in scn.algorithms:
         bar = ProgressBar(f"{scn.name}/{algo}", scn.duration_ps, enabled=not quiet)
-        runs.append(runner.run(scn, algo, progress=bar))
-        bar.done()
+        try:
+            runs.append(runner.run(scn, algo, progress=bar))
+        finally:
+            bar.done()
+        if on_done is not None:
+            on_done(runs[-1])
     return runs
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {value}")
+    return value
+
+
+def _int_list(text: str) -> list[int]:
+    """``100,1000`` -> ``[100, 1000]`` (positive integers)."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers (like 100,1000), not {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, not {text!r}")
+    return values
+
+
+def _warn_events(scn, runs: int | None = None, stream=None) -> int:
+    """Print the estimated event count of ``scn`` first when it is very large."""
+    events = runner.estimate_events(scn)
+    if events >= runner.EVENTS_WARN:
+        runs = len(scn.algorithms) if runs is None else runs
+        minutes = events / runner.EVENTS_PER_S / 60
+        print(f"{scn.name}: about {events:.1e} events per run, {runs} run(s): roughly "
+              f"{minutes:,.0f} min of CPU each (at ~{runner.EVENTS_PER_S:,} events/s); "
+              f"--duration-us shortens it, Ctrl-C stops it keeping what finished",
+              file=stream or sys.stderr, flush=True)
+    return events
+
+
+def _ignore_sigint() -> None:
+    """Worker processes: Ctrl-C is the parent's to handle (no traceback from each worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """After Ctrl-C (or a failed run): end the running workers, cancel the queued jobs."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())   # shutdown clears it
+    terminate = getattr(pool, "terminate_workers", None)      # Python 3.14
+    if terminate is not None:
+        terminate()
+    else:
+        for proc in workers:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in workers:
+            proc.join(timeout=5)
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _interrupted(writer, current: str | None, what: str = "algorithm") -> int:
+    done = [r.algorithm for r in writer.runs]
+    stopped = ("stopped while plotting" if current == "plotting" else
+               f"{current} stopped" if current else "stopped")
+    note = f"interrupted (Ctrl-C): {stopped}"
+    if done:
+        writer.interrupt(f"{stopped}; finished: {', '.join(done)}")
+        kept = f"results of {', '.join(done)} written to {writer.folder}/"
+    else:
+        kept = f"no {what} had finished, nothing written"
+    print(f"\n{note}; {kept}", file=sys.stderr, flush=True)
+    return 130
 
 
 def _seeds(text: str) -> list[int]:
@@ -138,13 +224,33 @@ def cmd_run(args) -> int:
     runner.check(scn)
     if not args.seeds and scn.replications > 1:
         args.seeds = list(range(scn.seed, scn.seed + scn.replications))
+    if args.seeds:
+        first = config.load(args.scenario, {**_overrides(args), "seed": args.seeds[0]},
+                            _algos(args.algo))
+    else:
+        first = scn
+    writer = output.RunWriter(first, output.folder_for(args.out, scn.name, args.tag),
+                              plots=not args.no_plots)
+    writer.start()                                # an unwritable --out fails here, before a run
+    _warn_events(scn, len(scn.algorithms) * len(args.seeds or [0]))
     if not args.seeds:
-        runs = run_scenario(scn, args.quiet)
-        folder, data = output.write_all(scn, runs, args.out, plots=not args.no_plots,
-                                        tag=args.tag)
+        current = None
+        try:
+            for algo in scn.algorithms:
+                current = algo
+                bar = ProgressBar(f"{scn.name}/{algo}", scn.duration_ps, enabled=not args.quiet)
+                try:
+                    run = runner.run(scn, algo, progress=bar)
+                finally:
+                    bar.done()
+                writer.add(run)                   # written as soon as it finishes
+            current = "plotting"
+            data = writer.finish()
+        except KeyboardInterrupt:
+            return _interrupted(writer, current)
         print(f"{scn.name}: {scn.description}".rstrip(": "))
         print(output.table(data))
-        print(f"outputs: {folder}/")
+        print(f"outputs: {writer.folder}/")
         return 0
     # replications: every algorithm at every seed (the outputs of the first seed's runs, the
     # spread of every metric over all of them)
@@ -154,37 +260,55 @@ def cmd_run(args) -> int:
     print(f"{scn.name}: {len(args.seeds)} seeds x {len(scn.algorithms)} algorithms = "
           f"{len(jobs)} runs, {args.jobs} process(es)", file=sys.stderr)
     runs: dict = {}
-    if args.jobs <= 1:
-        for seed, algo in jobs:
-            runs[seed, algo] = _run_job(path, {**base, "seed": seed}, algo)
-            if not args.quiet:
-                print(f"  seed {seed} {algo}: {runs[seed, algo].cpu_s:.1f} s CPU",
-                      file=sys.stderr)
-    else:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            futures = {job: pool.submit(_run_job, path, {**base, "seed": job[0]}, job[1])
-                       for job in jobs}
-            for job, future in futures.items():
-                runs[job] = future.result()
-                if not args.quiet:
-                    print(f"  seed {job[0]} {job[1]}: {runs[job].cpu_s:.1f} s CPU",
-                          file=sys.stderr)
-    per_seed = {}
-    for seed in args.seeds:
-        seed_scn = config.load(args.scenario, {**_overrides(args), "seed": seed},
-                               _algos(args.algo))
-        per_seed[seed] = output.summary(seed_scn, [runs[seed, a] for a in scn.algorithms])
-    reps = output.replications(per_seed)
-    first = config.load(args.scenario, {**_overrides(args), "seed": args.seeds[0]},
-                        _algos(args.algo))
-    folder, data = output.write_all(first, [runs[args.seeds[0], a] for a in scn.algorithms],
-                                    args.out, plots=not args.no_plots, tag=args.tag, reps=reps)
+
+    def done(job, run):
+        runs[job] = run
+        if job[0] == args.seeds[0]:
+            writer.add(run)                       # the first seed's outputs, as they finish
+        if not args.quiet:
+            print(f"  seed {job[0]} {job[1]}: {run.cpu_s:.1f} s CPU", file=sys.stderr)
+
+    current = None
+    try:
+        if args.jobs <= 1:
+            for job in jobs:
+                current = f"seed {job[0]} {job[1]}"
+                done(job, _run_job(path, {**base, "seed": job[0]}, job[1]))
+        else:
+            pool = _pool(args.jobs)
+            try:
+                futures = {job: pool.submit(_run_job, path, {**base, "seed": job[0]}, job[1])
+                           for job in jobs}
+                for job, future in futures.items():
+                    current = f"seed {job[0]} {job[1]}"
+                    done(job, future.result())
+            except BaseException:         # Ctrl-C or a failed run: end the workers now
+                _stop_pool(pool)
+                raise
+            pool.shutdown()
+        current = "plotting"
+        reps = _replications(args, scn, runs)
+        data = writer.finish(reps)
+    except KeyboardInterrupt:
+        complete = [s for s in args.seeds if all((s, a) in runs for a in scn.algorithms)]
+        if complete:
+            output.write_replications(writer.folder, _replications(args, scn, runs, complete))
+        return _interrupted(writer, current, "run of the first seed")
     print(f"{scn.name}: {scn.description}".rstrip(": "))
     print(f"seed {args.seeds[0]}:")
     print(output.table(data))
     print(output.spread_table(reps))
-    print(f"outputs: {folder}/ (replications.csv: every metric by seed)")
+    print(f"outputs: {writer.folder}/ (replications.csv: every metric by seed)")
     return 0
+
+
+def _replications(args, scn, runs: dict, seeds=None) -> dict:
+    per_seed = {}
+    for seed in seeds or args.seeds:
+        seed_scn = config.load(args.scenario, {**_overrides(args), "seed": seed},
+                               _algos(args.algo))
+        per_seed[seed] = output.summary(seed_scn, [runs[seed, a] for a in scn.algorithms])
+    return output.replications(per_seed)
 
 
 def _parse_params(params: list[str], source: str) -> list[tuple[str, list]]:
@@ -196,6 +320,9 @@ def _parse_params(params: list[str], source: str) -> list[tuple[str, list]]:
                                 "--param needs key=value[,value...]")
         grid.append((key.strip(), [config.parse_value(v.strip()) for v in values.split(",")]))
     return grid
+
+
+SWEEP_FILES = ("sweep.csv", "sweep.json")
 
 
 def _sweep_job(scenario: str, overrides: dict, algo: str) -> dict:
@@ -218,6 +345,8 @@ def cmd_sweep(args) -> int:
     name = points[0][1].name
     jobs = [(i, overrides, algo) for i, (overrides, scn) in enumerate(points)
             for algo in scn.algorithms]
+    folder = output.check_writable(Path(args.out) / name)     # before any run
+    output.remove_files(folder, SWEEP_FILES)
     print(f"sweep {name}: {len(points)} points x algorithms = {len(jobs)} runs, "
           f"{args.jobs} process(es)", file=sys.stderr)
     rows = []
@@ -235,21 +364,36 @@ def cmd_sweep(args) -> int:
               f"{result['unfinished']}  {result['cpu_s']:.1f} s CPU",
               flush=True)
 
-    if args.jobs <= 1:
-        for i, overrides, algo in jobs:
-            record(i, overrides, algo, _sweep_job(path, overrides, algo))
-    else:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            futures = [(i, o, a, pool.submit(_sweep_job, path, o, a)) for i, o, a in jobs]
-            for i, o, a, future in futures:
-                record(i, o, a, future.result())
-    folder = Path(args.out) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "sweep.json").write_text(json.dumps(rows, indent=1))
-    with open(folder / "sweep.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    _warn_events(max((scn for _, scn in points), key=runner.estimate_events), len(jobs))
+
+    def write():
+        (folder / "sweep.json").write_text(json.dumps(rows, indent=1))
+        with open(folder / "sweep.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+    try:
+        if args.jobs <= 1:
+            for i, overrides, algo in jobs:
+                record(i, overrides, algo, _sweep_job(path, overrides, algo))
+                write()
+        else:
+            pool = _pool(args.jobs)
+            try:
+                futures = [(i, o, a, pool.submit(_sweep_job, path, o, a)) for i, o, a in jobs]
+                for i, o, a, future in futures:
+                    record(i, o, a, future.result())
+                    write()
+            except BaseException:         # Ctrl-C or a failed run: end the workers now
+                _stop_pool(pool)
+                raise
+            pool.shutdown()
+    except KeyboardInterrupt:
+        kept = (f"{len(rows)} of {len(jobs)} runs written to {folder}/sweep.csv" if rows
+                else "no run had finished, nothing written")
+        print(f"\ninterrupted (Ctrl-C); {kept}", file=sys.stderr, flush=True)
+        return 130
     print(f"outputs: {folder}/sweep.csv, sweep.json")
     return 0
 
@@ -293,41 +437,60 @@ def incast_scenario(senders: int, size_bytes: int, algorithm: str, rate_gbps: in
 
 def cmd_bench(args) -> int:
     cases = [("default", config.load("default", algorithms=_algos(args.algo)))]
-    for n in [int(s) for s in args.senders.split(",")]:
+    for n in args.senders:
         cases.append((f"incast {n}", incast_scenario(n, args.size_bytes, args.incast_algo)))
+    out = output.check_writable(Path(args.out))                 # before any run
+    meta = {"python": sys.version.split()[0], "cpu_count": os.cpu_count(),
+            "incast_size_bytes": args.size_bytes, "incast_algorithm": args.incast_algo}
     entries = []
     print(f"{'case':<14}{'algorithm':>10}{'flows':>9}{'sim us':>9}{'events':>12}"
           f"{'wall s':>9}{'cpu s':>8}{'ev/cpu s':>11}{'finished':>10}")
-    for case, scn in cases:
-        for algo in scn.algorithms:
-            bar = ProgressBar(f"{case}/{algo}", scn.duration_ps, enabled=not args.quiet)
-            run = runner.run(scn, algo, progress=bar)
-            bar.done()
-            res = run.result
-            sized = [f for f in res.flows if f.size_bytes is not None]
-            finished = sum(f.finish_ps is not None for f in sized)
-            entry = {"case": case, "algorithm": algo,
-                     "flows": len(res.flows),
-                     "sim_us": scn.duration_ps / PS_PER_US, "events": res.events,
-                     "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3),
-                     "events_per_s": round(run.events_per_s),
-                     "sized_flows": len(sized), "finished": finished}
-            entries.append(entry)
-            print(f"{case:<14}{algo:>10}{entry['flows']:>9}{entry['sim_us']:>9,.0f}"
-                  f"{res.events:>12,}{run.wall_s:>9.2f}{run.cpu_s:>8.2f}"
-                  f"{run.events_per_s:>11,.0f}"
-                  f"{finished:>6}/{len(sized):<4}", flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    meta = {"python": sys.version.split()[0], "cpu_count": os.cpu_count(),
-            "incast_size_bytes": args.size_bytes, "incast_algorithm": args.incast_algo}
-    (out / "bench.json").write_text(json.dumps({"meta": meta, "runs": entries}, indent=1))
+    try:
+        for case, scn in cases:
+            for algo in scn.algorithms:
+                bar = ProgressBar(f"{case}/{algo}", scn.duration_ps, enabled=not args.quiet)
+                try:
+                    run = runner.run(scn, algo, progress=bar)
+                finally:
+                    bar.done()
+                res = run.result
+                sized = [f for f in res.flows if f.size_bytes is not None]
+                finished = sum(f.finish_ps is not None for f in sized)
+                entry = {"case": case, "algorithm": algo,
+                         "flows": len(res.flows),
+                         "sim_us": scn.duration_ps / PS_PER_US, "events": res.events,
+                         "wall_s": round(run.wall_s, 3), "cpu_s": round(run.cpu_s, 3),
+                         "events_per_s": round(run.events_per_s),
+                         "sized_flows": len(sized), "finished": finished}
+                entries.append(entry)
+                (out / "bench.json").write_text(json.dumps({"meta": meta, "runs": entries},
+                                                           indent=1))
+                print(f"{case:<14}{algo:>10}{entry['flows']:>9}{entry['sim_us']:>9,.0f}"
+                      f"{res.events:>12,}{run.wall_s:>9.2f}{run.cpu_s:>8.2f}"
+                      f"{run.events_per_s:>11,.0f}"
+                      f"{finished:>6}/{len(sized):<4}", flush=True)
+    except KeyboardInterrupt:
+        kept = (f"{len(entries)} measurement(s) written to {out / 'bench.json'}" if entries
+                else "nothing written")
+        print(f"\ninterrupted (Ctrl-C); {kept}", file=sys.stderr, flush=True)
+        return 130
     print(f"outputs: {out / 'bench.json'}")
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line: ``python -m sim run: error: argument --jobs: ...``."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="python -m sim", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the bundled scenarios")
 
@@ -348,16 +511,23 @@ def main(argv=None) -> int:
                      help="replications: run every algorithm at each seed (1..5 or 1,4,9) and "
                      "print the mean and spread of every metric (default: the scenario's "
                      "replications, from its seed)")
-    run.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    run.add_argument("--param", action="append", dest="run_params", metavar="KEY=VALUE",
+                     help="set a key of the scenario, as sweep does (algo.dcqcn.kmin_kb=50, "
+                     "topology.senders=8, workload[1].load=0.5; value read as TOML; "
+                     "repeatable)")
+    run.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
                      help="processes for the replications (default: the CPUs)")
     sweep = sub.add_parser("sweep", help="run a parameter grid across local processes")
     common(sweep)
     sweep.add_argument("--param", action="append",
                        help="key.path=v1,v2 (repeatable; the grid is the cartesian product)")
-    sweep.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
+    sweep.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
+                       help="processes")
     bench = sub.add_parser("bench", help="events/s and wall time (writes out/bench.json)")
-    bench.add_argument("--senders", default="100,1000,10000", help="incast sizes to time")
-    bench.add_argument("--size-bytes", type=int, default=8000, help="bytes per incast sender")
+    bench.add_argument("--senders", type=_int_list, default=[100, 1000, 10000],
+                       help="incast sizes to time (100,1000,10000)")
+    bench.add_argument("--size-bytes", type=_positive, default=8000,
+                       help="bytes per incast sender")
     bench.add_argument("--algo", help="algorithms of the default scenario (default: all)")
     bench.add_argument("--incast-algo", default="dctcp",
                        help="algorithm of the incasts (dctcp: the cheapest endpoint, so the "
@@ -368,9 +538,26 @@ def main(argv=None) -> int:
     try:
         return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep,
                 "bench": cmd_bench}[args.command](args)
-    except ScenarioError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (ScenarioError, output.OutputError) as e:
+        print(f"error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted (Ctrl-C); nothing written", file=sys.stderr)
+        return 130
+    except BrokenPipeError:            # `python -m sim list | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or _one_line(e)}", file=sys.stderr)
+        return 1
+    except Exception as e:             # a bug: one line, the traceback on request
+        if os.environ.get("SIM_TRACEBACK"):
+            raise
+        print(f"error: internal error, {type(e).__name__}: {_one_line(e)} (SIM_TRACEBACK=1 "
+              f"shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

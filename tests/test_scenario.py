@@ -180,6 +180,11 @@ def test_valid_file_converts_units_exactly(tmp_path):
     ('kind = "dumbbell"', 'kind = "torus"', ["topology.kind = 'torus'", "leaf_spine"]),
     ('name = "burst"', 'name = "long"', ["workload[1].name = 'long'", "unique"]),
     ('name = "t"', 'name = "a b"', ["name = 'a b'", "output folder"]),
+    # a workload that would start after the run ends (issue 15)
+    ("at_us = 10", "at_us = 100", ["workload[1].at_us = 100", "workload 'burst' starts at "
+                                   "100 us, at or after the end of the run (duration = 100 us)"]),
+    ('src = "senders[0:2]"', 'src = "senders[0:2]"\nstart_ms = 0.5',
+     ["workload[0].start_ms = 0.5", "workload 'long' starts at 500 us"]),
 ])
 def test_errors_name_file_key_value_and_problem(tmp_path, old, new, expect):
     message = error(tmp_path, edit(old, new))
@@ -317,3 +322,21 @@ def test_switch_for_overrides_one_algorithm_and_survives_an_algorithm_subset(mon
     assert only.algorithms == ("ldcp",) and not only.switch_for("ldcp").pfc.enabled
     with pytest.raises(ScenarioError, match="switch_for.tcp"):
         load("default", overrides={"switch_for.tcp.mtu": 1500})
+
+
+def test_a_workload_may_start_just_before_the_end(tmp_path):
+    s = load(tmp_path, edit("at_us = 10", "at_us = 99.999"))
+    assert s.workloads[1].at_ps == 99_999_000
+
+
+def test_event_estimate_scales_with_the_run(tmp_path):
+    from sim.scenario import runner
+
+    short = runner.estimate_events(load(tmp_path, BASE))
+    longer = runner.estimate_events(load(tmp_path, edit("duration_us = 100",
+                                                        "duration_us = 1000")))
+    assert 0 < short < longer
+    # the long flows carry at most the receivers' link: 100 Gb/s x 1 ms / 1000 B packets,
+    # plus the 6 x 64 KB burst
+    packets = 100e9 * 1e-3 / 8 / 1000 + 6 * 64_000 / 1000
+    assert longer == int(packets * runner.EVENTS_PER_PACKET)

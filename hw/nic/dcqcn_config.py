@@ -29,6 +29,7 @@ from ..params import (
     BlockConfig,
     ConfigError,
     bits_for,
+    check_bool,
     check_choice,
     check_int,
     check_time_us,
@@ -207,7 +208,7 @@ class DcqcnRpConfig(BlockConfig):
         check_choice(self, "hai_step", self.hai_step, HaiStep.ALL)
         check_choice(self, "clamp_rule", self.clamp_rule, ClampRule.ALL)
         for flag in ("alpha_before_cut", "bc_reload_on_clamp_only", "halve_in_hyper", "rt_guard"):
-            check_choice(self, flag, getattr(self, flag), (False, True))
+            check_bool(self, flag, getattr(self, flag))
         # timers: a positive number of cycles that fits the counter (with room for the +1
         # offset of the periodic check)
         limit = (1 << self.timer_width) - 2

@@ -124,9 +124,9 @@ class TimelyConfig(BlockConfig):
             raise ConfigError(self, "ewma_alpha", self.ewma_alpha,
                               f"2**-{FRAC16} <= ewma_alpha <= 1 (UQ0.16)")
         check_real(self, "beta", self.beta, 0.0, 1.0)
-        hi = self.max_rate
         for name in ("max_rate_mbps", "min_rate_mbps", "init_rate_mbps", "delta_mbps"):
             check_real(self, name, getattr(self, name), 0.0, float(self.line_rate_mbps))
+        hi = self.max_rate          # after the checks: inf/NaN must fail as a ConfigError
         if self.min_rate < 1 or self.min_rate > hi:
             raise ConfigError(self, "min_rate_mbps", self.min_rate_mbps,
                               f"2**-{RATE_FRAC} Mb/s <= min_rate_mbps <= the max rate "

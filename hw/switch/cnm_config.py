@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..params import BlockConfig, check_choice, check_int
+from ..params import BlockConfig, check_bool, check_choice, check_int
 
 __all__ = ["CnmGenConfig", "CNM_ETHERTYPE", "CNTAG_ETHERTYPE", "VLAN_TPID", "CNM_HEADER_BYTES",
            "MIN_FRAME_BYTES"]
@@ -43,7 +43,7 @@ class CnmGenConfig(BlockConfig):
         check_int(self, "cnm_pcp", self.cnm_pcp, 0, 7)
         check_int(self, "msdu_bytes", self.msdu_bytes, 0, 64)
         check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
-        check_choice(self, "cpid_from_request", self.cpid_from_request, (False, True))
+        check_bool(self, "cpid_from_request", self.cpid_from_request)
 
     @property
     def max_frame(self) -> int:

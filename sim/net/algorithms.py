@@ -374,9 +374,37 @@ class DcqcnParams:
     ack_every: int = 16
     rto_ns: int = 1_000_000
     l3qcn: bool = False
+    # reaction-point knobs over the profile's values (None: the profile's), in the ConnectX
+    # names and units of hw.nic.dcqcn_config.DcqcnRpConfig: timers in us, rates in Mb/s
+    rpg_time_reset: float | None = None          # T, rate-increase timer (us)
+    rpg_byte_reset: int | None = None            # B, byte counter (bytes; 0: none)
+    rpg_threshold: int | None = None             # F, fast-recovery stages
+    rpg_ai_rate: int | None = None               # R_AI (Mb/s)
+    rpg_hai_rate: int | None = None              # R_HAI (Mb/s)
+    rpg_gd: int | None = None                    # cut = Rc alpha / 2**(gd - 10)
+    rpg_min_dec_fac: int | None = None           # % of Rc one cut leaves at least
+    rpg_min_rate: int | None = None              # Mb/s
+    rpg_max_rate: int | None = None              # Mb/s (0: the line rate)
+    rate_to_set_on_first_cnp: int | None = None  # Mb/s (0: a normal cut)
+    dce_tcp_g: int | None = None                 # old alpha weight /1024: g = (1024 - it)/1024
+    dce_tcp_rtt: float | None = None             # K, alpha timer (us)
+    rate_reduce_monitor_period: float | None = None   # P (us)
+    initial_alpha_value: int | None = None       # /1024
+    alpha_mode: str | None = None                # profile switches (docs/dcqcn.md, Profiles)
+    cut_mode: str | None = None
+    increase_rule: str | None = None
+    hai_step: str | None = None
+    clamp_rule: str | None = None
+    alpha_before_cut: bool | None = None
+    bc_reload_on_clamp_only: bool | None = None
+    halve_in_hyper: bool | None = None
+    rt_guard: bool | None = None
 
     def __post_init__(self):
         check_choice(self, "profile", self.profile, DCQCN_PROFILES)
+        # the knobs' own ranges (a ConfigError names the knob); the rates against the NIC's
+        # line rate when a flow is built (runner.check, before any run)
+        DcqcnRpConfig.profile(self.profile, line_rate_mbps=1_600_000, **self.rp_knobs())
         check_int(self, "kmin_bytes", self.kmin_bytes, 0, (1 << 24) - 1)
         check_int(self, "kmax_bytes", self.kmax_bytes, self.kmin_bytes + 1, (1 << 24) - 1,
                   lo_name="kmin_bytes + 1")
@@ -386,11 +414,27 @@ class DcqcnParams:
         check_int(self, "rto_ns", self.rto_ns, 1000, 10**10)
         check_bool(self, "l3qcn", self.l3qcn)
 
+    def rp_knobs(self) -> dict:
+        """The reaction-point knobs set in the scenario (over the profile's values)."""
+        return {f: getattr(self, f) for f in RP_KNOBS if getattr(self, f) is not None}
+
     def rp_config(self, line_rate_mbps: int) -> DcqcnRpConfig:
-        cfg = DcqcnRpConfig.profile(self.profile)
-        return cfg.replace(line_rate_mbps=line_rate_mbps,
-                           rpg_min_rate=min(cfg.rpg_min_rate, line_rate_mbps),
-                           rpg_max_rate=0)
+        """The profile at the NIC's line rate with the scenario's knobs; the profile's minimum
+        rate is capped at the line rate, a knob's is not (an error if above it)."""
+        knobs = self.rp_knobs()
+        base = DcqcnRpConfig.profile(self.profile)
+        max_rate = min(knobs.pop("rpg_max_rate", 0) or line_rate_mbps, line_rate_mbps)
+        min_rate = knobs.pop("rpg_min_rate", min(base.rpg_min_rate, max_rate))
+        return base.replace(line_rate_mbps=line_rate_mbps, rpg_min_rate=min_rate,
+                            rpg_max_rate=0 if max_rate == line_rate_mbps else max_rate, **knobs)
+
+
+RP_KNOBS = ("rpg_time_reset", "rpg_byte_reset", "rpg_threshold", "rpg_ai_rate", "rpg_hai_rate",
+            "rpg_gd", "rpg_min_dec_fac", "rpg_min_rate", "rpg_max_rate",
+            "rate_to_set_on_first_cnp", "dce_tcp_g", "dce_tcp_rtt",
+            "rate_reduce_monitor_period", "initial_alpha_value", "alpha_mode", "cut_mode",
+            "increase_rule", "hai_step", "clamp_rule", "alpha_before_cut",
+            "bc_reload_on_clamp_only", "halve_in_hyper", "rt_guard")
 
 
 @dataclass(frozen=True)

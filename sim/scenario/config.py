@@ -278,6 +278,15 @@ def _workloads(items, topology, settings: RunSettings, source: str, base_dir: Pa
             raise ScenarioError(source, join(path, "name"), w.name,
                                 "needs a unique name of letters, digits, '_', '-', '.'")
         names.add(w.name)
+        start_field = "at_ps" if kind == "incast" else "start_ps"
+        start = getattr(w, start_field)
+        if start >= settings.duration_ps:
+            key = next((k for k in table if _canonical(k) == _canonical(start_field)),
+                       start_field)
+            raise ScenarioError(source, join(path, key), table.get(key, start),
+                                f"workload {w.name!r} starts at {start / 10**6:g} us, at or "
+                                f"after the end of the run (duration = "
+                                f"{settings.duration_ps / 10**6:g} us)")
         counts = {}
         for key in ("src", "dst"):
             try:

@@ -12,6 +12,13 @@
   its mean, standard deviation, min and max;
 - ``queues.png``, ``rates.png``, ``fct_slowdown_cdf.png``, ``comparison.png`` (titles carry the
   scenario name).
+
+A run writes into a fresh folder or first removes what an earlier run wrote there
+(:func:`prepare_folder`): the files listed in the folder's ``.sim-outputs`` manifest (every
+file a run created, rewritten after each write) and the names a run writes (``summary.json``,
+``<algorithm>_queues.csv`` of a registered algorithm, the plots, ...); nothing else, so a
+user's own files in the folder stay.  :class:`RunWriter` writes each algorithm's CSVs and an
+updated ``summary.json`` as soon as it finishes, so an interrupted run keeps what finished.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 from sim.net.engine import PS_PER_US
@@ -46,6 +54,124 @@ def summary(scn: Scenario, runs: list) -> dict:
             "runs": {r.algorithm: run_summary(r) for r in runs}}
 
 
+class OutputError(Exception):
+    """The output folder cannot be written (raised before anything is simulated)."""
+
+
+MANIFEST = ".sim-outputs"
+RUN_FILES = ("summary.json", "replications.json", "replications.csv", "queues.png", "rates.png",
+             "fct_slowdown_cdf.png", "comparison.png")
+RUN_SERIES = ("queues", "flows", "fct", "pause", "flow_settings")    # <algo>_<series>.csv
+
+
+def folder_for(out, name: str, tag: str = "") -> Path:
+    return Path(out) / (f"{name}-{tag}" if tag else name)
+
+
+def _own_files(folder: Path, algorithms) -> set[str]:
+    """The files of ``folder`` that a run of this project wrote: its manifest's list and the
+    names a run writes (for folders written before the manifest existed)."""
+    names = set(RUN_FILES) | {f"{a}_{k}.csv" for a in algorithms for k in RUN_SERIES}
+    try:
+        listed = json.loads((folder / MANIFEST).read_text())
+        names |= {n for n in listed if isinstance(n, str) and n == Path(n).name}
+    except (OSError, ValueError):
+        pass
+    return names
+
+
+def check_writable(folder: Path) -> Path:
+    """Create ``folder`` (and its parents) and check that a file can be written in it;
+    :class:`OutputError` names the folder and the reason."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".sim-write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(f"cannot write the output folder {folder}: it or a parent is a "
+                          f"file, not a folder") from None
+    except OSError as e:
+        raise OutputError(f"cannot write the output folder {folder}: "
+                          f"{e.strerror or e}") from None
+    return folder
+
+
+def remove_files(folder: Path, names) -> list[str]:
+    """Remove the regular files ``names`` of ``folder`` that exist; the removed names."""
+    removed = sorted(n for n in set(names)
+                     if (Path(folder) / n).is_file() and not (Path(folder) / n).is_symlink())
+    try:
+        for name in removed:
+            (Path(folder) / name).unlink()
+    except OSError as e:
+        raise OutputError(f"cannot remove the earlier output {Path(folder) / name}: "
+                          f"{e.strerror or e}") from None
+    return removed
+
+
+def prepare_folder(folder: Path, algorithms=None) -> list[str]:
+    """:func:`check_writable`, then remove the files an earlier run wrote there
+    (:func:`_own_files`; ``algorithms``: every algorithm whose CSVs may be there, default
+    every registered one) and its manifest.  Returns the removed names."""
+    folder = check_writable(folder)
+    if algorithms is None:
+        from . import core
+        algorithms = tuple(core.api().ALGORITHMS)
+    removed = remove_files(folder, _own_files(folder, algorithms) | {MANIFEST})
+    return [n for n in removed if n != MANIFEST]
+
+
+class RunWriter:
+    """The outputs of one ``run`` in ``folder``, written as the algorithms finish.
+
+    ``start()`` prepares the folder (:func:`prepare_folder`); ``add(run)`` writes the run's
+    CSVs and ``summary.json`` with every run so far (``"complete": false``); ``finish()`` the
+    final summary, the replications and the plots; ``interrupt(note)`` a summary that says
+    which algorithm was stopped.  The manifest ``.sim-outputs`` lists every file written."""
+
+    def __init__(self, scn: Scenario, folder: Path, plots: bool = True):
+        self.scn, self.folder, self.plots = scn, Path(folder), plots
+        self.runs: list = []
+        self._before: set[str] = set()
+
+    def start(self) -> list[str]:
+        removed = prepare_folder(self.folder)
+        self._before = {p.name for p in self.folder.iterdir()}
+        return removed
+
+    def _summary(self, **extra) -> dict:
+        data = summary(self.scn, self.runs)
+        data["scenario"]["algorithms"] = list(self.scn.algorithms)
+        data.update(extra)
+        (self.folder / "summary.json").write_text(json.dumps(data, indent=1,
+                                                             default=_json_default))
+        self._manifest()
+        return data
+
+    def _manifest(self) -> None:
+        names = sorted({p.name for p in self.folder.iterdir()} - self._before - {MANIFEST})
+        (self.folder / MANIFEST).write_text(json.dumps(names))
+
+    def add(self, run) -> None:
+        write_series(run, self.folder)
+        self.runs.append(run)
+        self._summary(complete=False)
+
+    def finish(self, reps: dict | None = None) -> dict:
+        data = self._summary(complete=True)
+        if reps is not None:
+            write_replications(self.folder, reps)
+        if self.plots and self.runs:
+            write_plots(self.scn, self.runs, data, self.folder, reps)
+        self._manifest()
+        return data
+
+    def interrupt(self, note: str) -> dict:
+        return self._summary(complete=False, interrupted=note)
+
+
 def _json_default(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -57,17 +183,11 @@ def write_all(scn: Scenario, runs: list, out: Path, plots: bool = True, tag: str
     """Everything, in ``out/<scenario>`` (``out/<scenario>-<tag>`` with a tag); with
     replications (:func:`replications`), also ``replications.json/csv`` and the comparison
     plot's bars become the mean over the seeds with their range."""
-    folder = Path(out) / (f"{scn.name}-{tag}" if tag else scn.name)
-    folder.mkdir(parents=True, exist_ok=True)
-    data = summary(scn, runs)
-    (folder / "summary.json").write_text(json.dumps(data, indent=1, default=_json_default))
+    writer = RunWriter(scn, folder_for(out, scn.name, tag), plots)
+    writer.start()
     for run in runs:
-        write_series(run, folder)
-    if reps is not None:
-        write_replications(folder, reps)
-    if plots:
-        write_plots(scn, runs, data, folder, reps)
-    return folder, data
+        writer.add(run)
+    return writer.folder, writer.finish(reps)
 
 
 def write_series(run, folder: Path) -> None:

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 from . import core
 from .config import Scenario
 from .fields import ScenarioError, missing
-from .workload import Flow, generate_flows
+from .workload import _REF, Flow, generate_flows, parse_ref
+
+EVENTS_PER_PACKET = 8       # calibrated on the bundled scenarios (data + ACK, every hop)
+EVENTS_WARN = 100_000_000   # `run` prints the estimate above this (minutes of CPU)
+EVENTS_PER_S = 200_000      # a conservative rate of the core, for the printed time estimate
 
 
 @dataclass
@@ -69,3 +73,34 @@ def run(scn: Scenario, algorithm: str, progress=None) -> Run:
     net.run(scn.duration_ps, progress=progress)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return Run(algorithm, net.result(), wall, flows, cpu)
+
+
+def _carried_bytes(w, scn: Scenario, sizes: dict[str, int]) -> float:
+    """An upper-bound-ish estimate of the bytes workload ``w`` puts on the wire in the run:
+    what it offers, at most what its source and destination access links carry."""
+    topo, end = scn.topology, scn.duration_ps
+    n_src, n_dst = (len(parse_ref(getattr(w, k), sizes)[1]) for k in ("src", "dst"))
+    rate = {k: topo.group_rate_bps(_REF.match(getattr(w, k)).group(1)) for k in ("src", "dst")}
+    cap_bps = min(n_src * rate["src"], n_dst * rate["dst"])
+    if w.kind == "long":
+        stop = end if w.stop_ps is None else min(w.stop_ps, end)
+        return cap_bps * max(0, stop - w.start_ps) / 8e12
+    if w.kind == "incast":
+        starts = [w.at_ps + k * (w.period_ps or 0) for k in range(w.repeat)]
+        offered = n_src * w.size_bytes * sum(t < end for t in starts)
+        return min(offered, cap_bps * max(0, end - w.at_ps) / 8e12)
+    if w.kind == "cdf":
+        stop = end if w.stop_ps is None else min(w.stop_ps, end)
+        offered = float(w.load) * w.bottleneck_rate(topo, n_src, n_dst) * max(0, stop - w.start_ps)
+        return min(offered, cap_bps * max(0, stop - w.start_ps)) / 8e12
+    return 0.0
+
+
+def estimate_events(scn: Scenario) -> int:
+    """Rough number of simulated events of one algorithm's run (packets the workloads can
+    carry x :data:`EVENTS_PER_PACKET`), to warn before a very long run.  Within a factor of a
+    few of the measured count on the bundled scenarios."""
+    sizes = scn.topology.groups()
+    mtu = getattr(scn.switch, "mtu", 1000)
+    packets = sum(_carried_bytes(w, scn, sizes) for w in scn.workloads) / mtu
+    return int(packets * EVENTS_PER_PACKET)
