@@ -898,3 +898,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         QcnSenderEndpoint, QcnReceiverEndpoint, _no_marking,
         cp_config=lambda p, mtu: p.cp(mtu)),
 }
+
+# The delay-based algorithms live in their own modules, which register themselves here (they
+# import this module, so they are imported last: every entry point sees all six algorithms).
+from . import swift as _swift  # noqa: E402, F401, I001
+from . import timely as _timely  # noqa: E402, F401
