@@ -25,7 +25,7 @@ from .export import (
     register_map,
     update_doc_tables,
 )
-from .tops import TOPS
+from .tops import DEFAULT_TOPS, TOPS
 
 STAMP = ".export-stamp.json"
 
@@ -173,7 +173,9 @@ def cmd_regs(names, quiet=False):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m gateware", description=__doc__)
     parser.add_argument("command", choices=["verilog", "regs", "synth"])
-    parser.add_argument("tops", nargs="*", help=f"default: all of {', '.join(TOPS)}")
+    parser.add_argument("tops", nargs="*",
+                        help=f"default: all of {', '.join(DEFAULT_TOPS)}; also: "
+                        f"{', '.join(n for n in TOPS if n not in DEFAULT_TOPS)}")
     parser.add_argument("--docs", action="store_true",
                         help="regs: also rewrite the register tables in docs/*.md")
     verilog = parser.add_argument_group("verilog")
@@ -193,7 +195,7 @@ def main(argv=None):
     synth.add_argument("--family", action="append", choices=["ecp5", "nexus"],
                        help="FPGA family (repeatable; default: all)")
     args = parser.parse_intermixed_args(argv)   # (options may follow the top names)
-    names = args.tops or list(TOPS)
+    names = args.tops or list(DEFAULT_TOPS)
     unknown = [n for n in names if n not in TOPS]
     if unknown:
         parser.error(f"unknown top(s) {unknown}; known: {list(TOPS)}")
@@ -202,7 +204,7 @@ def main(argv=None):
         print(f"Exporting {len(names)} hardware top(s) to Verilog and linting (verilator -Wall):")
         try:
             cmd_verilog(names, args)
-        except (ConfigError, ValueError) as exc:
+        except (ConfigError, ValueError, RuntimeError) as exc:   # RuntimeError: lint failed
             print(f"verilog: {exc}", file=sys.stderr)
             return 1
     elif args.command == "regs":

@@ -33,6 +33,12 @@ class Top:
     config: object
     factory: Callable[[object], object]
     description: str
+    #: part of the default set of ``python -m gateware verilog|synth`` (``make run``, ``make
+    #: verilog``, ``make synth``) and of the tops every fast test elaborates.  The multi-flow
+    #: engine tops are not, yet: their timer wheel's flat summary logic over 2048 bitmap words
+    #: exports as ~100 MB of Verilog per top (docs/flow-engine.md, "What limits it"); name them
+    #: explicitly to export or synthesize them.
+    default: bool = True
 
     def build(self):
         return self.factory(self.config)
@@ -175,9 +181,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     # DCQCN reaction point on the multi-flow engine: ONE build, any profile through the
     # run-time registers (reset: ConnectX), 156.25 MHz (docs/dcqcn.md, docs/flow-engine.md).
     Top("dcqcn_engine_1k", DcqcnEngineConfig.for_flows(1024), _dcqcn_engine,
-        "DCQCN engine, 1024 flows in block RAM, every profile at run time"),
+        "DCQCN engine, 1024 flows in block RAM, every profile at run time", default=False),
     Top("dcqcn_engine_4k", DcqcnEngineConfig.for_flows(4096), _dcqcn_engine,
-        "DCQCN engine, 4096 flows in block RAM, every profile at run time"),
+        "DCQCN engine, 4096 flows in block RAM, every profile at run time", default=False),
     # DCQCN notification point, 8 QPs (docs/dcqcn.md, "Notification point").
     Top("dcqcn_np", DcqcnNpConfig(flows=8, rule="paper", min_time_between_cnps=4), _dcqcn_np,
         "DCQCN notification point, 8 QPs, paper rule, min_time_between_cnps 4 us"),
@@ -201,9 +207,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "QCN reaction point, 100 Gb/s, reloads jittered +/-15 %"),
     # QCN reaction point on the multi-flow engine (docs/qcn.md, docs/flow-engine.md).
     Top("qcn_engine_1k", QcnEngineConfig.for_flows(1024), _qcn_engine,
-        "QCN engine, 1024 flows in block RAM, IEEE 802.1Q CN MIB reset values"),
+        "QCN engine, 1024 flows in block RAM, IEEE 802.1Q CN MIB reset values", default=False),
     Top("qcn_engine_4k", QcnEngineConfig.for_flows(4096), _qcn_engine,
-        "QCN engine, 4096 flows in block RAM, IEEE 802.1Q CN MIB reset values"),
+        "QCN engine, 4096 flows in block RAM, IEEE 802.1Q CN MIB reset values", default=False),
     # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
     Top("cnm_gen", CnmGenConfig(), _cnm_gen,
         "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
@@ -220,5 +226,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "L3QCN ingress ToR: private CNM parser + flow-ID table (1024) + CNM generator"),
     # The multi-flow engine with the toy datapath (docs/flow-engine.md).
     Top("flow_engine_toy", FlowEngineConfig(n_flows=1024), _flow_engine_toy,
-        "multi-flow engine, 1024 flows, toy datapath (counters, one periodic timer)"),
+        "multi-flow engine, 1024 flows, toy datapath (counters, one periodic timer)",
+        default=False),
 ]}
+
+#: the default set: every top but the multi-flow engine tops (see :attr:`Top.default`)
+DEFAULT_TOPS: list[str] = [name for name, top in TOPS.items() if top.default]
