@@ -9,8 +9,6 @@ import os
 import random
 
 import pytest
-from amaranth.hdl import Elaboratable, Module, Signal
-from amaranth.sim import Simulator
 
 from hw.nic.dcqcn_config import ALPHA_ONE, PROFILES, STAGE_MAX, DcqcnRpConfig
 from hw.nic.dcqcn_engine import DcqcnDatapath, state_bits
@@ -23,6 +21,7 @@ from sim.models.dcqcn import (
     DcqcnTx,
     dcqcn_deadline_update,
 )
+from tests.datapath_harness import random_event, run_rtl
 
 SEED = int(os.environ.get("CC_SEED", "20251125"))
 W = 26
@@ -34,67 +33,6 @@ def profile_regs(profile: str, **overrides) -> dict:
     cfg = DcqcnRpConfig.profile(profile, clk_hz=BUILD.clk_hz, **overrides)
     r = cfg.registers()
     return {name: getattr(r, name) for name, _, _ in DcqcnDatapath(BUILD, W).regs}
-
-
-class Harness(Elaboratable):
-    """The datapath alone, every input a signal (``pre`` computed in the same cycle)."""
-
-    def __init__(self, dp):
-        self.dp = dp
-        self.state = Signal(dp.state_layout)
-        self.kind = Signal(EventKind)
-        self.tx_bytes = Signal(dp.tx_bytes_width)
-        self.cn = Signal(dp.cn_layout)
-        self.t = Signal(dp.time_width)
-        self.regs = Signal(dp.regs_layout)
-        self.next = Signal(dp.state_layout)
-        self.init = Signal(dp.state_layout)
-        self.wake_valid, self.wake = Signal(), Signal(dp.time_width)
-        self.expired, self.late = Signal(), Signal(dp.time_width)
-
-    def elaborate(self, platform):
-        m = Module()
-        dp = self.dp
-        pre = dp.pre(m, kind=self.kind, tx_bytes=self.tx_bytes, cn=self.cn, t=self.t,
-                     regs=self.regs)
-        out = dp.build(m, state=self.state, kind=self.kind, tx_bytes=self.tx_bytes, cn=self.cn,
-                       t=self.t, regs=self.regs, pre=pre)
-        m.d.comb += [self.next.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
-                     self.wake.eq(out.wake), self.expired.eq(out.expired),
-                     self.late.eq(out.late)]
-        for name, value in dp.init_state(self.regs).items():
-            m.d.comb += self.init[name].eq(value)
-        return m
-
-
-def run_rtl(dp, vectors):
-    """Apply ``(regs, state, kind, payload, t)`` vectors to the RTL; return its outputs as
-    ``(next_state, wake, expired, late, init_state)`` (wake None if not valid)."""
-    h = Harness(dp)
-    lay = dp.state_layout
-    spans = [(name, f.offset, f.width) for name, f in lay]
-    results = []
-
-    def unpack(bits):
-        return {name: (bits >> o) & ((1 << w) - 1) for name, o, w in spans}
-
-    async def bench(ctx):
-        for regs, state, kind, payload, t in vectors:
-            ctx.set(h.regs.as_value(), dp.regs_layout.const(regs).as_bits())
-            ctx.set(h.state.as_value(), lay.const(state).as_bits())
-            ctx.set(h.kind, kind)
-            ctx.set(h.tx_bytes, payload if kind == EventKind.TX else 0)
-            ctx.set(h.t, t)
-            nxt = unpack(ctx.get(h.next.as_value()))
-            wake = ctx.get(h.wake) if ctx.get(h.wake_valid) else None
-            expired, late = bool(ctx.get(h.expired)), ctx.get(h.late)
-            results.append((nxt, wake, expired, late if expired else 0,
-                            unpack(ctx.get(h.init.as_value()))))
-
-    sim = Simulator(h)
-    sim.add_testbench(bench)
-    sim.run()
-    return results
 
 
 # -- random vectors ---------------------------------------------------------------------------
@@ -146,14 +84,7 @@ def random_vector(rng, regs):
         state[k + "_on"] = int(rng.random() < 0.7)
         offset = rng.choice([0, 0, -1, 1, rng.randint(-(1 << (W - 2)), 1 << (W - 2))])
         state[k + "_dl"] = (t + offset) & mask
-    kind = rng.choice([EventKind.TX, EventKind.TX, EventKind.CN, EventKind.TIMER])
-    payload = None
-    if kind == EventKind.TX:
-        bc = state["bc"]
-        payload = rng.choice([bc, max(bc - 1, 0), min(bc + 1, (1 << BW) - 1),
-                              rng.randrange(1 << BW), rng.randint(64, 9000)])
-    elif kind == EventKind.CN:
-        payload = 0
+    kind, payload = random_event(rng, state["bc"], BW, lambda: 0)
     return regs, state, kind, payload, t
 
 

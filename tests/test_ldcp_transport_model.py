@@ -72,7 +72,7 @@ def released(loop):
 def test_config_defaults_and_bdp():
     r = CFG.registers()
     assert (r.iw, r.iw_bytes, r.cw_bdp, r.rto) == (20, 20 * MTU, 20 * ONE, 800)
-    # 100 Gb/s x 10 us / (8 x 1024 B) = 122.07 -> 123 packets (the spec's "about 125")
+    # 100 Gb/s x 10 us / (8 x 1024 B) = 122.07 -> 123 packets
     big = LdcpTransportConfig()
     assert big.bdp_packets == 123 and big.registers().iw == 123
     assert big.registers().rto == 8 * 2500 and big.registers().ack_delay == 625

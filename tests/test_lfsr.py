@@ -6,26 +6,15 @@ from amaranth.sim import Simulator
 
 from hw.lfsr import POLY32, LfsrParams
 from hw.params import ConfigError
-
-
-def _gf2_mulmod(a: int, b: int, poly: int, deg: int) -> int:
-    r = 0
-    while b:
-        if b & 1:
-            r ^= a
-        b >>= 1
-        a <<= 1
-        if (a >> deg) & 1:
-            a ^= poly
-    return r
+from hw.switch.hash_table_config import _mulmod  # GF(2) polynomial product mod poly
 
 
 def _gf2_powmod(e: int, poly: int, deg: int) -> int:
     result, base = 1, 2  # the polynomial "x"
     while e:
         if e & 1:
-            result = _gf2_mulmod(result, base, poly, deg)
-        base = _gf2_mulmod(base, base, poly, deg)
+            result = _mulmod(result, base, poly, deg)
+        base = _mulmod(base, base, poly, deg)
         e >>= 1
     return result
 

@@ -9,7 +9,6 @@ import os
 import random
 
 import pytest
-from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
 from hw.nic.flow_datapath import EventKind
@@ -17,81 +16,11 @@ from hw.nic.qcn_engine import QcnDatapath
 from hw.nic.qcn_rp_config import STAGE_MAX, QcnRpConfig
 from hw.params import ConfigError
 from sim.models.qcn import QcnCnm, QcnDatapathModel, QcnRpModel, QcnTx
+from tests.datapath_harness import Harness, random_event, run_rtl, spans, unpack
 
 SEED = int(os.environ.get("CC_SEED", "20251125"))
 W = 26
 BUILD = QcnRpConfig(clk_hz=156_250_000, jitter=0.15)
-
-
-class Harness(Elaboratable):
-    """The datapath alone; with ``feedback`` the next state is registered back into the state
-    (one flow, one update per clock) and ``valid`` gates it."""
-
-    def __init__(self, dp, feedback=False):
-        self.dp, self.feedback = dp, feedback
-        self.state = Signal(dp.state_layout)
-        self.kind = Signal(EventKind)
-        self.tx_bytes = Signal(dp.tx_bytes_width)
-        self.cn = Signal(dp.cn_layout)
-        self.t = Signal(dp.time_width)
-        self.regs = Signal(dp.regs_layout)
-        self.valid = Signal()
-        self.next = Signal(dp.state_layout)
-        self.init = Signal(dp.state_layout)
-        self.wake_valid, self.wake = Signal(), Signal(dp.time_width)
-        self.expired, self.late = Signal(), Signal(dp.time_width)
-
-    def elaborate(self, platform):
-        m = Module()
-        dp = self.dp
-        pre = dp.pre(m, kind=self.kind, tx_bytes=self.tx_bytes, cn=self.cn, t=self.t,
-                     regs=self.regs)
-        out = dp.build(m, state=self.state, kind=self.kind, tx_bytes=self.tx_bytes, cn=self.cn,
-                       t=self.t, regs=self.regs, pre=pre, valid=self.valid)
-        m.d.comb += [self.next.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
-                     self.wake.eq(out.wake), self.expired.eq(out.expired),
-                     self.late.eq(out.late)]
-        for name, value in dp.init_state(self.regs).items():
-            m.d.comb += self.init[name].eq(value)
-        if self.feedback:
-            with m.If(self.valid):
-                m.d.sync += self.state.eq(self.next)
-        return m
-
-
-def spans(layout):
-    return [(name, f.offset, f.width) for name, f in layout]
-
-
-def unpack(sp, bits):
-    return {name: (bits >> o) & ((1 << w) - 1) for name, o, w in sp}
-
-
-def run_rtl(dp, vectors):
-    """Each vector on its own (the LFSR at its reset value): ``(next, wake, expired, late,
-    init)``."""
-    h = Harness(dp)
-    lay, sp = dp.state_layout, spans(dp.state_layout)
-    results = []
-
-    async def bench(ctx):
-        for regs, state, kind, payload, t in vectors:
-            ctx.set(h.regs.as_value(), dp.regs_layout.const(regs).as_bits())
-            ctx.set(h.state.as_value(), lay.const(state).as_bits())
-            ctx.set(h.kind, kind)
-            ctx.set(h.tx_bytes, payload if kind == EventKind.TX else 0)
-            ctx.set(h.cn.as_value(), payload if kind == EventKind.CN else 0)
-            ctx.set(h.t, t)
-            expired = bool(ctx.get(h.expired))
-            results.append((unpack(sp, ctx.get(h.next.as_value())),
-                            ctx.get(h.wake) if ctx.get(h.wake_valid) else None, expired,
-                            ctx.get(h.late) if expired else 0,
-                            unpack(sp, ctx.get(h.init.as_value()))))
-
-    sim = Simulator(h)
-    sim.add_testbench(bench)
-    sim.run()
-    return results
 
 
 def build_regs(cfg: QcnRpConfig) -> dict:
@@ -133,14 +62,8 @@ def random_vector(rng, regs):
     }
     state["t_dl"] = (t + rng.choice([0, 0, -1, 1, rng.randint(-(1 << (W - 2)), 1 << (W - 2))])) \
         & mask
-    kind = rng.choice([EventKind.TX, EventKind.TX, EventKind.CN, EventKind.TIMER])
-    payload = None
-    if kind == EventKind.TX:
-        bc = state["bc"]
-        payload = rng.choice([bc, max(bc - 1, 0), min(bc + 1, (1 << BW) - 1),
-                              rng.randrange(1 << BW), rng.randint(64, 9000)])
-    elif kind == EventKind.CN:
-        payload = rng.choice([0, 63, rng.randrange(64)])
+    kind, payload = random_event(rng, state["bc"], BW,
+                                 lambda: rng.choice([0, 63, rng.randrange(64)]))
     return regs, state, kind, payload, t
 
 

@@ -1,5 +1,5 @@
-"""Per-flow rate limiter: pacing gaps against the spec's float rule (next send = now + bytes /
-Rc), rate clamping and when a rate change takes effect, configuration errors, and the RTL in the
+"""Per-flow rate limiter: pacing gaps against the float pacing rule (next send = now + bytes
+/ Rc), rate clamping and when a rate change takes effect, configuration errors, and the RTL in the
 Amaranth simulator against the golden model."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def send_times(model, flow, sizes, rates=None):
 
 @pytest.mark.parametrize("mbps", [1, 100, 1_000, 25_000, 40_000, 100_000])
 def test_gaps_match_spec_rule(mbps):
-    """burst 0: every gap is the spec's now + bytes / Rc rounded up to a cycle, never shorter,
+    """burst 0: every gap is the pacing rule now + bytes / Rc rounded up to a cycle, never shorter,
     and longer only by the truncation of the credit rate: a relative 2 / inc (inc in 2**-24
     bytes per cycle: 1.2e-4 at 1 Mb/s, 2e-9 at 100 Gb/s), plus the rounding cycle."""
     cfg = RateLimiterConfig(flows=2)

@@ -13,8 +13,10 @@ engine's form (``docs/dcqcn.md``, "Multi-flow engine"):
   ``ns3-rdma``, ``hpcc-mlx``, ``connectx``): set the registers of
   :meth:`DcqcnRpConfig.registers` of the profile.
 
-The bit-exact model is :func:`sim.models.dcqcn.dcqcn_deadline_update` (the same per-flow update
-function, :func:`sim.models.dcqcn.rp_update`, as the single-flow model's).
+The update logic is the single flow's, :func:`hw.nic.dcqcn_rp.build_rp_update`, given the
+registers as run-time values (the single flow gives it constants) and the timers in deadline
+form.  The bit-exact model is :func:`sim.models.dcqcn.dcqcn_deadline_update` (the same per-flow
+update function, :func:`sim.models.dcqcn.rp_update`, as the single-flow model's).
 
 :func:`dcqcn_engine` builds the engine top (:class:`hw.nic.flow_engine.FlowEngine` around the
 datapath).
@@ -28,29 +30,16 @@ from dataclasses import fields as dc_fields
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data
 
-from ..lib.arith import named_wire, umax, umin
+from ..lib.arith import named_wire, umax
 from ..params import BlockConfig, ConfigError, check_int
-from .dcqcn_config import (
-    ALPHA_FRAC,
-    ALPHA_ONE,
-    G_FRAC,
-    MDF_FRAC,
-    STAGE_BITS,
-    STAGE_MAX,
-    DcqcnRpConfig,
-)
+from .dcqcn_config import ALPHA_FRAC, G_FRAC, MDF_FRAC, STAGE_BITS, DcqcnRpConfig
+from .dcqcn_rp import build_rp_update
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
 
 __all__ = ["DcqcnDatapath", "DcqcnEngineConfig", "flow_state_layout", "register_widths",
            "dcqcn_engine", "state_bits", "timer_outputs"]
 
-# hardware codes of the profile switches (DcqcnRpRegisters; docs/dcqcn.md, "Profiles")
-_FR, _AI, _HAI = 0, 1, 2
-_CUT_EVERY, _CUT_CHECK, _CUT_HOLD = 0, 1, 2
-_INC_NS3, _INC_HPCC = 1, 2
-_HAI_LIN1, _HAI_CONST = 1, 2
-_CLAMP_ALWAYS, _CLAMP_BYTE, _CLAMP_TIME = 0, 1, 2
 TIMERS = ("a", "t", "d")
 
 
@@ -146,139 +135,44 @@ class DcqcnDatapath(FlowDatapath):
 
     def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
               valid=None) -> DatapathOut:
-        W, RW = self.time_width, self.config.rate_width
-        s, r = state, regs
+        # the single flow's update (hw.nic.dcqcn_rp.build_rp_update) on run-time registers,
+        # with the timers as deadlines
+        W = self.time_width
+        s = state
         n = Signal(self.state_layout, name="dcqcn_next")
         m.d.comb += n.eq(s)
 
-        def wire(name, expr, width=None, cond=None):
-            return named_wire(m, "dcqcn_" + name, expr, width, cond)
+        def wire(name, expr):
+            return named_wire(m, "dcqcn_" + name, expr)
 
         cnp = wire("cnp", kind == EventKind.CN)
         tx = wire("tx", kind == EventKind.TX)
         due = {k: wire(k + "_due", s[k + "_on"] & time_le(s[k + "_dl"], t, W)) for k in TIMERS}
-        a_due, t_due, d_due = due["a"], due["t"], due["d"]
-        # a due timer that no rule reloads stops (the counter form's 1 -> 0)
-        for k in TIMERS:
-            m.d.comb += n[k + "_on"].eq(s[k + "_on"] & ~due[k])
-
-        def restart(k, dl):
-            m.d.comb += [n[k + "_on"].eq(1), n[k + "_dl"].eq(dl)]
-
-        def reload(k, period):
-            m.d.comb += [n[k + "_on"].eq(1), n[k + "_dl"].eq((s[k + "_dl"] + period)[:W])]
-
-        on_cnp = r.alpha_mode == 0
-        cm_every, cm_check, cm_hold = (r.cut_mode == c for c in (_CUT_EVERY, _CUT_CHECK,
-                                                                 _CUT_HOLD))
-        m.d.comb += n.active.eq(s.active | cnp)
-
-        # ---- 2. cut decision -------------------------------------------------------------
-        first = wire("first", cnp & ~s.active)
-        cut = Mux(cm_every, cnp, Mux(cm_hold, cnp & (~s.d_on | d_due), d_due & s.dec_flag))
-        first_set = wire("first_set", first & (r.first_rate != 0))
-        action = wire("action", cut | first_set)
-
-        # ---- 3. alpha ----------------------------------------------------------------------
-        AW = ALPHA_FRAC + 1
-        decayed = wire("decayed", s.alpha - ((s.alpha * r.g) >> G_FRAC), AW)
-        raised = wire("raised", umin(decayed + (r.g << (ALPHA_FRAC - G_FRAC)), ALPHA_ONE), AW)
-        decayed1 = umin(decayed, ALPHA_ONE)
-        alpha_per = Mux(s.alpha_flag, raised, decayed1)
-        with m.If(on_cnp):
-            with m.If(cnp):
-                m.d.comb += n.alpha.eq(raised)
-                restart("a", pre["t_K"])
-            with m.Elif(a_due):
-                m.d.comb += n.alpha.eq(decayed1)
-                reload("a", r.k_cycles)
-        with m.Elif(a_due):
-            m.d.comb += [n.alpha.eq(alpha_per), n.alpha_flag.eq(0)]
-            reload("a", r.k_cycles)
-        alpha_cut = wire("alpha_cut", Mux(on_cnp, Mux(r.alpha_before_cut, raised, s.alpha),
-                                          Mux(a_due, alpha_per, s.alpha)), AW)
-
-        # ---- 4. byte counter and rate increase ------------------------------------------------
-        byte_on = r.byte_reset != 0
-        was_hai = s.mode == _HAI
-        halve = r.halve_in_hyper & was_hai
-        txa = tx & s.active & byte_on
-        b_fire = wire("b_fire", txa & (tx_bytes >= s.bc))
-        with m.If(txa):
-            m.d.comb += n.bc.eq(Mux(b_fire, Mux(halve, r.byte_half, r.byte_reset),
-                                    s.bc - tx_bytes))
-        t_ev = wire("t_ev", t_due & ~action)
-        b_ev = wire("b_ev", b_fire & ~action)
-        inc_ev = t_ev | b_ev
-        ts = wire("ts", Mux(t_ev & (s.t_stage != STAGE_MAX), s.t_stage + 1, s.t_stage),
-                  STAGE_BITS)
-        bs = wire("bs", Mux(b_ev & (s.b_stage != STAGE_MAX), s.b_stage + 1, s.b_stage),
-                  STAGE_BITS)
-        F = r.threshold
-        hi = wire("hi", Mux(byte_on, umax(ts, bs), ts), STAGE_BITS)
-        lo = wire("lo", Mux(byte_on, umin(ts, bs), ts), STAGE_BITS)
-        this = Mux(t_ev, ts, bs)
-        select = Mux((bs < F) | (ts < F), _AI, _HAI)
-        cls_ns3 = Mux(s.mode == _FR, Mux(this < F, _FR, select),
-                      Mux(s.mode == _AI, Mux(t_ev, select, _AI), _HAI))
-        fe = F + (r.increase_rule == _INC_HPCC)
-        cls_std = Mux(hi < fe, _FR, Mux(lo > fe, _HAI, _AI))
-        cls = wire("cls", Mux(r.increase_rule == _INC_NS3, cls_ns3, cls_std), 2)
-        lin = lo + (r.hai_step == _HAI_LIN1)
-        mult = wire("mult", Mux(r.hai_step == _HAI_CONST, 1,
-                                Mux(lin > F, umin(lin - F, STAGE_MAX), 0)), STAGE_BITS)
-        inc = Mux(cls == _FR, 0, Mux(cls == _AI, r.ai_rate, r.hai_rate * mult))
-        guard = r.rt_guard & ((ts == 1) | (bs == 1)) & (s.rt > s.rc * 10)
-        rt_inc = wire("rt_inc", Mux(guard, s.rt >> 3, umin(s.rt + inc, r.max_rate)), RW)
-        rc_avg = (rt_inc + s.rc) >> 1
-        with m.If(inc_ev):
-            m.d.comb += [
-                n.rt.eq(rt_inc),
-                n.rc.eq(umin(umax(rc_avg, r.min_rate), r.max_rate)),
-                n.t_stage.eq(ts), n.b_stage.eq(bs), n.mode.eq(cls),
-            ]
-            with m.If(t_ev):
-                reload("t", Mux(halve, r.t_half_cycles, r.t_cycles))
-
-        # ---- 5. the cut -------------------------------------------------------------------------
-        with m.If(cm_check & d_due):
-            reload("d", r.p_cycles)
-        clamp = Mux(r.clamp_rule == _CLAMP_ALWAYS, 1,
-                    Mux(r.clamp_rule == _CLAMP_BYTE, s.b_stage != 0,
-                        Mux(r.clamp_rule == _CLAMP_TIME, s.t_stage != 0,
-                            (s.b_stage != 0) | (s.t_stage != 0))))
-        clamp = wire("clamp", clamp)
-        dec = wire("dec", (s.rc * alpha_cut) >> r.gd_shift)
-        cut_rc = Mux(dec < s.rc, s.rc - dec, 0)[:RW]
-        floor = ((s.rc * r.min_dec_fac + ((1 << MDF_FRAC) - 1)) >> MDF_FRAC)[:RW]
-        new_rc = wire("new_rc", umax(umax(cut_rc, floor), r.min_rate), RW)
-        with m.If(action):
-            with m.If(first_set):
-                m.d.comb += [n.rc.eq(r.first_rate), n.rt.eq(r.first_rate)]
-            with m.Else():
-                m.d.comb += [n.rc.eq(new_rc), n.rt.eq(Mux(clamp, s.rc, s.rt))]
-            m.d.comb += [n.t_stage.eq(0), n.b_stage.eq(0), n.mode.eq(_FR)]
-            restart("t", pre["t_T"])
-            with m.If(byte_on & (clamp | first_set | ~r.bc_reload_on_clamp_only)):
-                m.d.comb += n.bc.eq(r.byte_reset)
-            with m.If(cm_hold):
-                restart("d", pre["t_P"])
-            with m.If(cm_check):
-                m.d.comb += n.dec_flag.eq(0)
-
-        # ---- 6. the CNP's flags ---------------------------------------------------------------
-        with m.If(cnp & ~on_cnp):
-            with m.If(first):
-                m.d.comb += n.alpha_flag.eq(0)
-                restart("a", pre["t_K"])
-            with m.Else():
-                m.d.comb += n.alpha_flag.eq(1)
-        with m.If(cnp & cm_check):
-            m.d.comb += n.dec_flag.eq(1)
-            with m.If(first):
-                restart("d", pre["t_P1"])
-
+        build_rp_update(m, s=s, n=n, r=regs, rate_width=self.config.rate_width, cnp=cnp, tx=tx,
+                        tx_bytes=tx_bytes, timers=_DeadlineTimers(s, n, due, pre, W),
+                        prefix="dcqcn_", gated=False, any_state=True)
         return timer_outputs(m, "dcqcn", n, s, due, t, W, TIMERS)
+
+
+class _DeadlineTimers:
+    """The engine's timers for :func:`build_rp_update`: an armed bit and a deadline each.  A
+    due timer that no rule reloads stops (the counter form's 1 -> 0); a restart arms it at
+    ``t`` + period (``pre``), a reload moves its deadline on by the period (no drift)."""
+
+    def __init__(self, s, n, due, pre, W):
+        self.s, self.n, self.due, self.pre, self.W = s, n, due, pre, W
+        self.d_quiet = ~s.d_on | due["d"]
+
+    def defaults(self, m):
+        for k in TIMERS:
+            m.d.comb += self.n[k + "_on"].eq(self.s[k + "_on"] & ~self.due[k])
+
+    def restart(self, m, k, period):
+        m.d.comb += [self.n[k + "_on"].eq(1), self.n[k + "_dl"].eq(self.pre["t_" + period])]
+
+    def reload(self, m, k, value):
+        m.d.comb += [self.n[k + "_on"].eq(1),
+                     self.n[k + "_dl"].eq((self.s[k + "_dl"] + value)[:self.W])]
 
 
 def timer_outputs(m, prefix, n, s, due, t, W, timers) -> DatapathOut:

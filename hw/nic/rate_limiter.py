@@ -29,8 +29,8 @@ class RateLimiter(wiring.Component):
     Latency and throughput
     ----------------------
     One send and one rate write per clock.  A packet of L bytes sent at cycle t with no credit
-    left clears ``eligible`` until cycle ``t + ceil(L * 2**24 / inc)`` (the spec's
-    ``now + bytes / Rc``, rounded up to a whole cycle).
+    left clears ``eligible`` until cycle ``t + ceil(L * 2**24 / inc)`` (the pacing
+    rule ``now + bytes / Rc``, rounded up to a whole cycle).
     """
 
     def __init__(self, config: RateLimiterConfig):

@@ -11,7 +11,7 @@ no division in hardware.
 Rate changes: a new rate (from the reaction point) is clamped to [``min_rate_mbps``,
 ``line_rate_mbps``] and takes effect at the flow's next packet: the credit earned after a send
 accrues at the rate latched at that send, so the gap after a packet is ``bytes / Rc`` with the
-Rc in force when it left (the spec's "next send time = now + packet bytes / Rc").
+Rc in force when it left (the pacing rule "next send time = now + packet bytes / Rc").
 
 Fixed point: rates UQ(r).10 Mb/s (as the reaction point's ``Rc``); credit and ``inc`` in
 bytes with ``CREDIT_FRAC = 24`` fraction bits; ``inc = (rate * conv) >> 24`` with the constant
@@ -19,7 +19,7 @@ bytes with ``CREDIT_FRAC = 24`` fraction bits; ``inc = (rate * conv) >> 24`` wit
 latched, not per packet).  Both round down, so a flow never earns faster than its rate: a gap
 is ``ceil(L * 2**24 / inc)``, between the ideal ``ceil(L / Rc)`` cycles and one more.
 
-``burst_bytes = 0`` is the spec's per-packet rule exactly: the credit never exceeds 0, so each
+``burst_bytes = 0`` is the per-packet pacing rule exactly: the credit never exceeds 0, so each
 gap is rounded up to a whole cycle on its own (a flow that always sends at once loses the
 fraction of a cycle per packet).  ``burst_bytes > 0`` keeps up to that much credit, fractions
 included, so a back-to-back flow's long-run rate is Rc (within the truncation of ``inc``) and

@@ -175,7 +175,6 @@ _ENG_SAVED = ("cw", "pend_m", "pend_u", "busy_left", "in_flight", "phase", "cred
 _get_tx, _get_eng = attrgetter(*_TX_SAVED), attrgetter(*_ENG_SAVED)
 _FAST, _STABLE = LdcpTxStage.FAST, LdcpTxStage.STABLE
 _ACKED, _BDP, _MIN1 = LdcpTxLoad.ACKED, LdcpTxLoad.BDP, LdcpTxLoad.MIN1
-_FRAC = ONE - 1
 #: ``next_wakeup`` steps at most this many busy edges (no sane register set reaches it).
 _SEARCH = 1 << 20
 
@@ -402,16 +401,9 @@ class LdcpSenderCore:
 
     # -- quiescence: nothing changes but the RTO counter and the sub-1 timer's phase ----------
     def _steady(self) -> bool:
-        """The gate's and the timer's pipeline registers already hold what the window gives
-        them (the window has not changed for two edges), no event flag, no timer tick."""
-        e = self.eng
-        cw = e.cw
-        frac = cw & _FRAC
-        return (e.cw_d == frac and e.sub1_d == (cw < ONE) and e.sub1 == e.sub1_d
-                and e.gate_prod == cw * e.regs.mtu
-                and e.win_bytes == (e.gate_prod + _FRAC) >> FRAC_BITS
-                and e.thr == ((e.regs.rtt << FRAC_BITS) - frac) & self.phase_mask
-                and not (self.ev_rto or self.ev_bad_ack or self.ev_exit or e.tick))
+        """The window engine's pipeline is steady (:meth:`LdcpWindowModel.steady`) and no
+        event flag is up."""
+        return not (self.ev_rto or self.ev_bad_ack or self.ev_exit) and self.eng.steady()
 
     def _quiet(self) -> bool:
         """Idle: nothing queued, no load, the engine idle and its pipeline steady."""
@@ -419,17 +411,38 @@ class LdcpSenderCore:
                 and self._taken_at != self.cycle and not self.load_pending and not self.settle
                 and self.eng.idle and self._steady())
 
+    def _rto_edges(self) -> int | None:
+        """Edges from now before the retransmission timeout fires (at the edge that ends cycle
+        ``self.cycle + j``) if no input comes; None while it does not count."""
+        if self.active and not self.load_pending and self.una < self.nxt:
+            return ((self.rto - 1) - self.rto_cnt) & _RTO_MASK
+        return None
+
     def _timer_wakeup(self) -> int | None:
         """In a quiet state: the cycle after the timeout or the sub-1 timer (if it can release
         a packet) fires."""
-        cands = []
-        if self.active and self.una < self.nxt:
-            cands.append(self.cycle + ((self.rto - 1 - self.rto_cnt) & _RTO_MASK) + 1)
-        e = self.eng
-        if e.sub1_d and self.active and self.nxt < self.msg_len and self.stage is _STABLE:
-            gap = e.thr - e.phase
-            cands.append(self.cycle + (0 if gap <= 0 else -(-gap // e.cw_d)) + 1)
-        return min(cands) if cands else None
+        j_rto, j_tmr = self._rto_edges(), self.eng.timer_edges()
+        if j_tmr is not None and not (self.active and self.nxt < self.msg_len
+                                      and self.stage is _STABLE):
+            j_tmr = None
+        if j_tmr is None:
+            return None if j_rto is None else self.cycle + j_rto + 1
+        if j_rto is not None and j_rto < j_tmr:
+            j_tmr = j_rto
+        return self.cycle + j_tmr + 1
+
+    def _skip(self, k: int) -> None:
+        """``k`` edges that only count, with no input and no timer firing in them: the window
+        engine's (:meth:`LdcpWindowModel.skip`: the timer's phase, an update in flight), the
+        ``settle`` countdown (``k <= settle`` if it runs) and the timeout counter."""
+        self.eng.skip(k)
+        if self.settle:
+            self.settle -= k
+        if self.active and not self.load_pending and self.una < self.nxt:
+            self.rto_cnt += k
+        else:
+            self.rto_cnt = 0
+        self.cycle += k
 
     # -- look-ahead: the registers saved and restored explicitly -----------------------------
     def _save(self) -> tuple:
@@ -442,7 +455,7 @@ class LdcpSenderCore:
 
 
 class LdcpSenderModel(LdcpSenderCore):
-    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpSenderModel` (one flow), with the
+    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpSender` (one flow), with the
     event-level interface of the module docstring on top.
     Per cycle: :meth:`outputs`, then :meth:`edge` with that cycle's inputs.  At an edge, from the
     values of the cycle before it (``s`` the state, ``o`` the outputs):
@@ -511,37 +524,14 @@ class LdcpSenderModel(LdcpSenderCore):
             else:
                 self._step()
 
-    def _timers(self) -> tuple[int | None, int | None]:
-        """Edges (from now) until the RTO and the sub-1 timer fire (the fire is at the edge at
-        the end of cycle ``self.cycle + j``), in a quiet state."""
-        e = self.eng
-        j_rto = None
-        if self.active and self.una < self.nxt:
-            j_rto = ((self.rto - 1) - self.rto_cnt) & _RTO_MASK
-        j_tmr = None
-        if e.sub1_d:
-            j_tmr = 0 if e.phase >= e.thr else -(-(e.thr - e.phase) // e.cw_d)
-        return j_rto, j_tmr
-
     def _skippable(self) -> int:
+        """Edges from now that :meth:`_skip` can take: only from a quiet state, up to the
+        first timer's firing."""
         if not self._quiet():
             return 0
-        fires = [j for j in self._timers() if j is not None]
-        return min(fires) if fires else 1 << 62
-
-    def _skip(self, k: int) -> None:
-        """``k`` quiet edges in which no timer fires."""
-        e = self.eng
-        if self.active and self.una < self.nxt:
-            self.rto_cnt += k
-        else:
-            self.rto_cnt = 0
-        if e.sub1_d:
-            e.phase += k * e.cw_d
-        else:
-            e.phase, e.credit = 0, False
-        e.cycle += k
-        self.cycle += k
+        k = self.eng.idle_edges()
+        j = self._rto_edges()
+        return k if j is None or k < j else j
 
     def next_wakeup(self) -> int | None:
         if self._taken_at != self.cycle and self._can_send():
@@ -665,7 +655,7 @@ class RxOutputs:
 
 
 class LdcpReceiverCycleModel:
-    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpReceiverModel`.
+    """Cycle-accurate model of :class:`hw.nic.ldcp_transport.LdcpReceiver`.
 
     The ACK output is a register (``out``) with a second one (``hold``) for the second ACK of a
     CE flush.  ``data_ready = hold is None and (out is None or ack_ready)``.  At an edge: ``out``

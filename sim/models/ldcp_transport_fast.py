@@ -7,35 +7,36 @@ identical results for every call sequence with non-decreasing cycles: every retu
 ACK list and wakeup cycle, and ``done``, ``active``, ``stage``, ``cw``, ``stats`` after every
 call.  ``tests/test_ldcp_fast.py`` checks this differentially against the cycle model.
 
-How it is faster (the cycle model steps every cycle in which work is in flight, each step
-building new frozen dataclasses, and ``next_wakeup`` simulates ahead with a full save/restore):
+Both share the registers (plain attributes) and the per-cycle update: one edge is
+:meth:`sim.models.ldcp_transport.LdcpSenderCore._edge` (the sender's rules, then the window
+engine's :meth:`sim.models.ldcp_window.LdcpWindowModel.edge`).  How the twin is faster (the
+cycle model steps every edge in which work is in flight, and its ``next_wakeup`` simulates
+ahead and throws the result away):
 
-- The registers are plain attributes and one edge is the cycle model's own
-  (:class:`sim.models.ldcp_transport.LdcpSenderCore`: the sender's rules, then the window
-  engine's :meth:`sim.models.ldcp_window.LdcpWindowModel.edge`): the twin shares the per-cycle
-  update and differs only in which edges it steps.
 - Stretches of edges in which nothing happens but counting (an update crossing the datapath's
   ``UPDATE_LATENCY``, the window-load ``settle`` countdown, a load waiting for the engine, the
-  retransmission-timeout counter, the sub-1 timer's phase accumulator) are jumped in O(1): the
-  next edge that does something is the first of the update commit (``busy_left == 1``), the
-  end of ``settle``, the timer's firing (``ceil((thr - phase) / cw_d)`` additions, the phase
-  accumulator's closed form) and the timeout (``rto - 1 - rto_cnt``).  Only the edges that
-  take an ACK, a packet or a start, commit an update, load the window or move the gate's
-  pipeline registers (two edges after the window changes) are stepped.
+  retransmission-timeout counter, the sub-1 timer's phase accumulator) are taken in O(1) by
+  the skip the cycle model uses for its idle stretches (:meth:`LdcpSenderCore._skip`, on the
+  window engine's :meth:`sim.models.ldcp_window.LdcpWindowModel.skip`).  The twin differs only
+  in how far it skips (:meth:`FastLdcpSenderModel._idle_edges`): also while an update is in
+  flight (up to its commit, or through it and the gate's two pipeline edges when the window
+  is at or above one packet before and after: :meth:`LdcpWindowModel.idle_edges`), during
+  ``settle`` and while a load waits.  Only the edges that take an ACK, a packet or a start,
+  commit an update that changes the timer, load the window or fire a timer are stepped.
 - ``next_wakeup`` runs the same search as the cycle model (step until quiet, then the timers in
   closed form) from saved registers (:meth:`LdcpSenderCore._save`), restores them, and keeps
   the registers it reached: if the next call comes at or after that cycle with no input in
   between, the sender restores those instead of recomputing them.
 
-Measured on the 4-sender dumbbell (100 Gb/s, long flows, 2 ms): the model calls the simulator
-makes take ~1.3 s instead of ~26 s (replayed alone); the whole run ~3.5 s instead of ~23 s,
-of which ~3.1 s is the simulator itself (the same run with the model answers replayed).
+Measured on the 4-sender dumbbell (100 Gb/s, long flows, 2 ms of simulated time; CPU time,
+on a shared 2-core machine, so within ~10 %): the whole run takes ~2.6 s with the twins and
+~4.4 s with the cycle models (identical results); the sender's calls alone, timed around each
+call, ~1.5 s and ~3.1 s.
 """
 
 from __future__ import annotations
 
-from hw.nic.ldcp_transport_config import RTO_WIDTH, LdcpTransportConfig
-from hw.nic.ldcp_window_config import FRAC_BITS, ONE
+from hw.nic.ldcp_transport_config import LdcpTransportConfig
 
 from .ldcp_transport import (
     _SEARCH,
@@ -51,9 +52,6 @@ from .ldcp_transport import (
 
 __all__ = ["FastLdcpSenderModel", "FastLdcpReceiverModel"]
 
-_RTO_MASK = (1 << RTO_WIDTH) - 1
-_FRAC = ONE - 1
-_FAR = 1 << 62
 _CYCLE = _TX_SAVED.index("cycle")
 
 
@@ -93,7 +91,7 @@ class FastLdcpSenderModel(LdcpSenderCore):
         while self.cycle < cycle:
             k = self._idle_edges()
             if k:
-                self._jump(min(k, cycle - self.cycle))
+                self._skip(min(k, cycle - self.cycle))
             else:
                 self._step()
 
@@ -121,7 +119,7 @@ class FastLdcpSenderModel(LdcpSenderCore):
             if k:
                 # (a stretch never passes a timer's firing: the answer found from any edge of
                 # a quiet stretch is the same cycle)
-                self._jump(min(k, _SEARCH))
+                self._skip(min(k, _SEARCH))
                 i += k
             else:
                 self._step()
@@ -137,79 +135,30 @@ class FastLdcpSenderModel(LdcpSenderCore):
 
     # ------------------------------------------------------------------ counting stretches --
     def _idle_edges(self) -> int:
-        """How many edges from now only count (see :meth:`_jump`); 0 if the next one does
-        more."""
-        lp = self.load_pending
-        e = self.eng
-        if (self._taken_at == self.cycle or self._start is not None or e.write_q is not None
-                or (not lp and self._ack_i < len(self._acks))):
+        """How many edges from now only count (:meth:`LdcpSenderCore._skip`); 0 if the next
+        one does more: the window engine's bound (:meth:`LdcpWindowModel.idle_edges`), a
+        pending window load (it waits for the engine to become idle), ``settle`` and the
+        timeout."""
+        if (self._taken_at == self.cycle or self._start is not None
+                or (not self.load_pending and self._ack_i < len(self._acks))
+                or self.ev_rto or self.ev_bad_ack or self.ev_exit
+                or (self.active and self.una == self.msg_len)):
             return 0
-        if not self._steady():
+        k = self.eng.idle_edges()
+        if not k:
             return 0
-        busy = e.busy_left
-        if busy == 0:
-            if lp or e.pend_m or e.pend_u:
-                return 0              # a window load or an update issues at the next edge
-            k = _FAR
-        elif e.pend_m or e.pend_u or e.sub1_d or e.in_flight.cw < ONE:
-            k = busy - 1              # up to the commit (which issues, or moves the timer)
-            if not k:
-                return 0
-        elif lp:
-            k = busy                  # through the commit, up to the window load
-        else:
-            k = busy + 2              # through the commit and the gate's two pipeline edges
-        if self.active and self.una == self.msg_len:
-            return 0
+        if self.load_pending:
+            busy = self.eng.busy_left
+            if not busy:
+                return 0              # the load is applied at the next edge
+            if busy < k:
+                k = busy              # through the commit, up to the window load
         if self.settle and self.settle < k:
             k = self.settle
-        if e.sub1_d:
-            gap = e.thr - e.phase
-            if gap <= 0:
-                return 0
-            j = -(-gap // e.cw_d)
-            if j < k:
-                k = j
-        if self.active and not lp and self.una < self.nxt:
-            j = (self.rto - 1 - self.rto_cnt) & _RTO_MASK
-            if j < k:
-                k = j
+        j = self._rto_edges()
+        if j is not None and j < k:
+            k = j
         return k
-
-    def _jump(self, k: int) -> None:
-        """``k`` edges that only count: settle, the update in flight, the timer's phase, the
-        timeout counter; and an update's commit with the gate's two pipeline edges after it when
-        the window is not below one packet before and after (the timer stays idle)."""
-        e = self.eng
-        if e.sub1_d:
-            e.phase += k * e.cw_d
-        else:
-            e.phase = 0
-            e.credit = False
-        if self.settle:
-            self.settle -= k
-        busy = e.busy_left
-        if busy:
-            if k < busy:
-                e.busy_left = busy - k
-            else:                     # the commit, then the gate's pipeline (timer idle)
-                e.cw = cw = e.in_flight.cw
-                e.busy_left = 0
-                e.in_flight = None
-                if k > busy:
-                    e.cw_d = cw_d = cw & _FRAC
-                    e.sub1_d = cw < ONE
-                    e.thr = ((e.regs.rtt << FRAC_BITS) - cw_d) & self.phase_mask
-                    e.gate_prod = cw * e.regs.mtu
-                    if k > busy + 1:
-                        e.win_bytes = (e.gate_prod + _FRAC) >> FRAC_BITS
-                        e.sub1 = e.sub1_d
-        if self.active and not self.load_pending and self.una < self.nxt:
-            self.rto_cnt += k
-        else:
-            self.rto_cnt = 0
-        e.cycle += k
-        self.cycle += k
 
 
 class FastLdcpReceiverModel(LdcpReceiverModel):

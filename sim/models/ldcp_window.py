@@ -49,6 +49,7 @@ __all__ = ["Ack", "Update", "reciprocal", "update", "LdcpWindowModel", "CycleOut
 
 _TABLE = recip_table()
 _SHIFT_MAX = FRAC_BITS  # cw < ONE, so cw >> 16 == 0: larger shifts change nothing
+_FAR = 1 << 62          # (idle_edges: no end in sight)
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,89 @@ class LdcpWindowModel:
             if self.busy_left == 0:
                 self.in_flight = None
         self.cycle += 1
+
+    # -- closed forms for event-level callers (the LDCP transport models skip idle edges) ----
+    def steady(self) -> bool:
+        """The timer's and the gate's pipeline registers already hold what the window gives
+        them (it has not changed for two edges) and the timer did not fire at the last edge."""
+        cw = self.cw
+        frac = cw & (ONE - 1)
+        return (self.cw_d == frac and self.sub1_d == (cw < ONE) and self.sub1 == self.sub1_d
+                and self.gate_prod == cw * self.regs.mtu
+                and self.win_bytes == (self.gate_prod + ONE - 1) >> FRAC_BITS
+                and self.thr == ((self.regs.rtt << FRAC_BITS) - frac)
+                & ((1 << self.cfg.phase_width) - 1)
+                and not self.tick)
+
+    def timer_edges(self) -> int | None:
+        """Edges from now before the one at which the sub-1 timer fires (it fires at the edge
+        that ends cycle ``self.cycle + j``, with no window change before it); None while the
+        window is at or above one packet (the timer is idle)."""
+        if not self.sub1_d:
+            return None
+        gap = self.thr - self.phase
+        return 0 if gap <= 0 else -(-gap // self.cw_d)
+
+    def idle_edges(self) -> int:
+        """How many edges from now :meth:`skip` can take at once (if no input comes): 0 unless
+        the pipeline is :meth:`steady`, no write is being applied and nothing pending waits
+        to issue; then up to the timer's firing, and up to the commit of the update in flight
+        or, if that commit may be skipped (nothing pending, the window at or above one packet
+        before and after it), through it and the gate's two edges after it; ``2**62`` when
+        nothing is in flight and the timer is idle."""
+        if self.write_q is not None or not self.steady():
+            return 0
+        busy = self.busy_left
+        if busy == 0:
+            if self.pend_m or self.pend_u:
+                return 0                      # an update issues at the next edge
+            k = _FAR
+        elif self.pend_m or self.pend_u or self.sub1_d or self.in_flight.cw < ONE:
+            k = busy - 1                      # up to the commit (which issues, or moves the timer)
+        else:
+            k = busy + 2
+        if self.sub1_d:
+            gap = self.thr - self.phase
+            if gap <= 0:
+                return 0
+            j = -(-gap // self.cw_d)
+            if j < k:
+                k = j
+        return k
+
+    def skip(self, k: int) -> None:
+        """``k`` edges at once, the same as ``k`` calls of :meth:`edge` with no input (no ACK,
+        no ``sent``, no write) when none of them fires the timer (``k <= timer_edges()``) and,
+        from a :meth:`steady` pipeline: the timer's phase moves on (or stays 0) and an update in
+        flight counts down.  The update may commit within the ``k`` edges only with nothing
+        pending and the window at or above one packet before and after it (the timer stays
+        idle); the gate's pipeline then follows it over the two edges after the commit."""
+        if self.sub1_d:
+            self.phase += k * self.cw_d
+        else:
+            self.phase = 0
+            self.credit = False
+        self.tick = False
+        busy = self.busy_left
+        if busy:
+            if k < busy:
+                self.busy_left = busy - k
+            else:                             # the commit, then the gate's two edges
+                cw = self.in_flight.cw
+                assert not (self.pend_m or self.pend_u or self.sub1_d) and cw >= ONE
+                self.cw = cw
+                self.busy_left = 0
+                self.in_flight = None
+                if k > busy:
+                    self.cw_d = cw_d = cw & (ONE - 1)
+                    self.sub1_d = False
+                    self.thr = (((self.regs.rtt << FRAC_BITS) - cw_d)
+                                & ((1 << self.cfg.phase_width) - 1))
+                    self.gate_prod = cw * self.regs.mtu
+                    if k > busy + 1:
+                        self.win_bytes = (self.gate_prod + ONE - 1) >> FRAC_BITS
+                        self.sub1 = False
+        self.cycle += k
 
     def _register_file(self):
         # the map declared once in LdcpWindowConfig.register_map; values read from the model

@@ -7,7 +7,7 @@ sending ineligible flows) and latches f's current rate register into its ``inc``
 flow earns its ``inc`` (the credit never rises above ``max(credit, burst_bytes)``); a rate
 write for flow f (clamped to [min, line]) updates f's rate register, used from f's next send on.
 So a packet of L bytes sent at cycle t with no credit left makes the flow eligible again at
-cycle ``t + ceil(L * 2**24 / inc)``: the spec's ``now + bytes / Rc``, rounded up to a cycle.
+cycle ``t + ceil(L * 2**24 / inc)``: the pacing rule ``now + bytes / Rc``, rounded up.
 """
 
 from __future__ import annotations
