@@ -40,8 +40,8 @@ def seed(default: int) -> int:
 
 DURATION = 400 * PS_PER_US
 #: the sender's wake-up handler (what its own alarms call)
-WAKE = {"ldcp": "_pump", "dctcp": "_pump", "dcqcn": "_send_next", "qcn": "_send_next",
-        "timely": "_send_segment", "swift": "_pump"}
+WAKE = {"ldcp": "_pump", "dctcp": "_pump", "dcqcn": "_release", "qcn": "_release",
+        "timely": "_release", "swift": "_pump"}
 #: (params with a timeout, the same with another timeout); neither fires in the run
 TIMERS = {
     "ldcp": (LdcpParams(rto_ns=200_000), LdcpParams(rto_ns=400_000)),

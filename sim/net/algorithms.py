@@ -268,7 +268,47 @@ def _dctcp_marker(params: DctcpParams, *, ports, mtu, buf_max, shared_buffer, sa
 # --------------------------------------------------------------------------------------------
 
 
-class _RateSender(_Endpoint, _RtoMixin):
+class PacedRelease:
+    """The release side of a rate-paced flow, shared by the DCQCN/QCN and TIMELY senders: one
+    alarm at the pacer's next release (``next_ok``) and at most one NIC waiter.
+
+    The host class provides ``_release`` (the flow's wake-up: call :meth:`_release_due`, hand
+    packets to the NIC, then :meth:`_pace`), ``alarm`` (an :class:`Alarm` on ``_release``),
+    ``limiter`` (a rate limiter configuration), ``next_seq``, ``more``, ``started``,
+    ``finished``, ``waiting`` and ``next_ok``."""
+
+    def _release_due(self) -> bool:
+        """Whether the flow may hand its next packets to the NIC now.  If not, the flow keeps
+        its one alarm (a release not yet due) or waits for the NIC's queue to drain; a wake-up
+        at any other time (before the start, after the last packet, while waiting) changes
+        nothing: not the alarm, and not its place among events of the same time."""
+        if self.finished or not self.started or self.waiting or not self.more(self.next_seq):
+            return False
+        if self.sim.now < self.next_ok:
+            self.alarm.keep(self.next_ok)
+            return False
+        nic = self.host.nic
+        if nic.data_backlog() >= 2:
+            # the port is paused (PFC) or busy: the NIC's scheduler holds the flow back
+            self.waiting = True
+            nic.waiters.append(self._drained)
+            return False
+        return True
+
+    def _pace(self, sent_bytes: int, rate: int) -> None:
+        """The next release after ``sent_bytes`` went at rate register ``rate``: the rate
+        limiter's ``ceil(bytes * 2**CREDIT_FRAC / inc(rate))`` cycles after this cycle."""
+        clk = self.net.clk_ps
+        cycles = -(-(sent_bytes << CREDIT_FRAC) // max(self.limiter.inc_for(rate), 1))
+        self.next_ok = (self.sim.now // clk + cycles) * clk
+        self.alarm.set(self.next_ok)
+
+    def _drained(self) -> None:
+        self.waiting = False
+        self._release()
+
+
+class _RateSender(_Endpoint, _RtoMixin, PacedRelease):
     """A flow paced at its reaction point's current rate, with go-back-N on NAK or timeout.
 
     The pacing is the per-flow rate limiter's (:mod:`sim.models.rate_limiter`): a packet of L
@@ -284,7 +324,7 @@ class _RateSender(_Endpoint, _RtoMixin):
         self.next_seq = 0
         self.acked = 0
         self.finished = False
-        self.alarm = Alarm(self.sim, self._send_next)
+        self.alarm = Alarm(self.sim, self._release)
         self.waiting = False
         self.next_ok = 0
 
@@ -296,7 +336,7 @@ class _RateSender(_Endpoint, _RtoMixin):
     def start(self) -> None:
         self.started = True
         self._arm_rto()
-        self._send_next()
+        self._release()
 
     def _acked(self) -> int:
         return self.acked
@@ -307,36 +347,19 @@ class _RateSender(_Endpoint, _RtoMixin):
     def _go_back(self, seq: int) -> None:
         self.next_seq = max(seq, self.acked)
         if self.alarm.entry is None and not self.waiting:
-            self._send_next()
+            self._release()
 
-    def _drained(self) -> None:
-        self.waiting = False
-        self._send_next()
-
-    def _send_next(self) -> None:
+    def _release(self) -> None:
         """The flow's wake-up (the pacing deadline, the NIC's queue drained): send the next
-        packet if it is due.  A wake-up at any other time changes nothing."""
-        if self.finished or not self.started or self.waiting or not self.more(self.next_seq):
-            return
-        now = self.sim.now
-        if now < self.next_ok:
-            self.alarm.keep(self.next_ok)
-            return
-        nic = self.host.nic
-        if nic.data_backlog() >= 2:
-            # the port is paused (PFC) or busy: the NIC's scheduler holds the flow back
-            self.waiting = True
-            nic.waiters.append(self._drained)
+        packet if it is due (:meth:`PacedRelease._release_due`)."""
+        if not self._release_due():
             return
         size = self.size_of(self.next_seq)
         self._sync()
         self.rp.step(self._tx_event(size))
         self.send_seq(self.next_seq)
         self.next_seq += 1
-        inc = self.limiter.inc_for(self._rate())
-        cycles = -(-(size << CREDIT_FRAC) // max(inc, 1))
-        self.next_ok = (now // self.net.clk_ps + cycles) * self.net.clk_ps
-        self.alarm.set(self.next_ok)
+        self._pace(size, self._rate())
 
     def on_control(self, pkt: Packet) -> None:
         if pkt.kind == ACK:

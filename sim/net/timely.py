@@ -15,12 +15,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from hw.nic.rate_limiter_config import CREDIT_FRAC, RateLimiterConfig
+from hw.nic.rate_limiter_config import RateLimiterConfig
 from hw.nic.timely_config import TimelyConfig
 from hw.params import check_int
 from sim.models.timely import TimelyCompletion, TimelyModel
 
-from .algorithms import ALGORITHMS, AlgorithmSpec
+from .algorithms import ALGORITHMS, AlgorithmSpec, PacedRelease
 from .delay_hosts import DelayEndpoint, EchoReceiver, RtoTimer, RttTrace, no_marking
 from .engine import PS_PER_NS, Alarm
 from .packet import ACK, NAK, Packet
@@ -76,7 +76,7 @@ def _limiter(clk_hz: int, line_rate_mbps: int) -> RateLimiterConfig:
     return RateLimiterConfig(flows=1, clk_hz=clk_hz, line_rate_mbps=line_rate_mbps)
 
 
-class TimelySenderEndpoint(DelayEndpoint):
+class TimelySenderEndpoint(DelayEndpoint, PacedRelease):
     def __init__(self, net, spec, host):
         super().__init__(net, spec, host)
         line = host.nic.rate_bps // 10**6
@@ -90,7 +90,7 @@ class TimelySenderEndpoint(DelayEndpoint):
         self.acked = 0
         self.finished = False
         self.next_ok = 0
-        self.alarm = Alarm(self.sim, self._send_segment)   # the pacer's one pending wake-up
+        self.alarm = Alarm(self.sim, self._release)   # the pacer's one pending wake-up
         self.waiting = False
         self.app_bytes = 0          # handed to the NIC since the last completion
         self.app_since = 0          # cycle of the last completion (or of the start)
@@ -99,7 +99,7 @@ class TimelySenderEndpoint(DelayEndpoint):
         self.started = True
         self.app_since = self.sim.now // self.clk_ps
         self.timer.arm()
-        self._send_segment()
+        self._release()
 
     # -- go-back-N --------------------------------------------------------------------------------
     def outstanding(self) -> bool:
@@ -111,24 +111,14 @@ class TimelySenderEndpoint(DelayEndpoint):
     def _go_back(self, seq: int) -> None:
         self.next_seq = max(seq, self.acked)
         if self.alarm.time is None and not self.waiting:
-            self._send_segment()        # (else the pending wake-up sends from next_seq)
+            self._release()        # (else the pending wake-up sends from next_seq)
 
     # -- pacing -----------------------------------------------------------------------------------
-    def _send_segment(self) -> None:
-        """Hand the next segment to the NIC if the pacer and the NIC allow it now, and keep the
-        one alarm at the pacer's next release.  A wake-up when the segment is not due (before
-        ``next_ok``, while the NIC is full, before the start or after the last packet) changes
-        nothing: not the alarm, and not its place among events of the same time."""
-        if not self.started or self.waiting or self.finished or not self.more(self.next_seq):
-            return
-        now = self.sim.now
-        if now < self.next_ok:
-            self.alarm.keep(self.next_ok)
-            return
-        nic = self.host.nic
-        if nic.data_backlog() >= 2:
-            self.waiting = True             # the NIC is busy: its scheduler holds the flow
-            nic.waiters.append(self._drained)
+    def _release(self) -> None:
+        """Hand the next segment to the NIC if the pacer and the NIC allow it now
+        (:meth:`PacedRelease._release_due`), and keep the one alarm at the pacer's next
+        release."""
+        if not self._release_due():
             return
         # the segment ends at the next multiple of seg_pkts (a retransmission restarts mid-way)
         end = (self.next_seq // self.seg_pkts + 1) * self.seg_pkts
@@ -137,14 +127,7 @@ class TimelySenderEndpoint(DelayEndpoint):
             sent += self.send_seq(self.next_seq).size
             self.next_seq += 1
         self.app_bytes += sent
-        inc = max(self.limiter.inc_for(self.model.state.rate), 1)
-        cycles = -(-(sent << CREDIT_FRAC) // inc)
-        self.next_ok = (now // self.clk_ps + cycles) * self.clk_ps
-        self.alarm.set(self.next_ok)
-
-    def _drained(self) -> None:
-        self.waiting = False
-        self._send_segment()
+        self._pace(sent, self.model.state.rate)
 
     # -- completions ------------------------------------------------------------------------------
     def on_control(self, pkt: Packet) -> None:
