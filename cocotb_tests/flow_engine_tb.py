@@ -16,20 +16,23 @@ pipeline and output FIFOs (and so the DUT's), then every counter is read back.
 Knobs (environment): ``CC_EVENTS`` input events, ``CC_DEFAULT_SEED``/``CC_SEED``;
 ``CC_WRITE_FIELDS``: state fields a random ctl WRITE may set (comma-separated; default all,
 empty string none); ``CC_REG_WRITES``: 1 to rewrite registers at random (their reset values,
-so every datapath stays in range; a datapath runner may do more in its own tests).
+or the ``CC_REGS`` values, so every datapath stays in range); ``CC_REGS``: JSON object
+register name -> value, written through ``csr_w`` after the START of every flow (a DCQCN
+profile loaded at run time); ``CC_ENGINE_CONFIG``: the top's configuration as JSON, when the
+runner built a variant of the top (e.g. a smaller timer wheel).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import time
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, Timer
 
-from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, env_count, env_seed
+from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, TBBase, env_count, env_seed
 from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine import COUNTERS, LATE_BUCKETS, WHEEL_STATS, engine_layouts
 from hw.nic.flow_engine_config import COUNTER_BASE
@@ -41,24 +44,22 @@ __all__ = ["FlowEngineTB", "engine_parts"]
 def engine_parts():
     """(engine component, model datapath) from ``CC_TOP`` and ``CC_MODEL_DP``."""
     from gateware.tops import TOPS
-    engine = TOPS[os.environ["CC_TOP"]].build()
+    top = TOPS[os.environ["CC_TOP"]]
+    cfg = os.environ.get("CC_ENGINE_CONFIG")       # the top's configuration, varied (JSON)
+    engine = top.factory(type(top.config).from_json(cfg)) if cfg else top.build()
     mod, cls = os.environ["CC_MODEL_DP"].split(":")
     dpm = getattr(importlib.import_module(mod), cls)(engine.dp)
     return engine, dpm
 
 
-class FlowEngineTB:
-    """The engine's DUT and model in lock step (see the module docstring)."""
+class FlowEngineTB(TBBase):
+    """The engine's DUT and model in lock step (see the module docstring); :class:`TBBase`
+    starts the clock and seeds ``rng``."""
 
     STREAMS = ("tx", "cn", "ctl", "csr_w")
 
     def __init__(self, dut, seed: int):
-        self.dut = dut
-        self.log = dut._log
-        self.seed = seed
-        import random
-        self.rng = random.Random(seed)
-        self.log.info("seed = %d (reproduce with CC_SEED=%d)", seed, seed)
+        super().__init__(dut, seed)
         engine, dpm = engine_parts()
         self.engine = engine
         engine._MustUse__silence = True      # built for its parameters only
@@ -73,7 +74,7 @@ class FlowEngineTB:
         self.p_rd_ready = 1.0
         self.raddr = 0
         self.last_rdata = 0
-        self.cycle = 0
+        self.cycles = 0                  # cycles stepped (DUT and model)
         self.checks = 0
         self.rates = 0
         self.rds = 0
@@ -87,7 +88,6 @@ class FlowEngineTB:
         self._ctl_op_off = self.lay["ctl"]["op"].offset
         self._tx_off = self.lay["tx"]["bytes"].offset
         self._cn_off = self.lay["cn"]["cn"].offset
-        cocotb.start_soon(Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start())
 
     # -- encoding ----------------------------------------------------------------------------
     def _bits(self, k, item) -> int:
@@ -177,11 +177,11 @@ class FlowEngineTB:
                 if offers[k] is not None and exp[i]:
                     offering[k] = None
             self.checks += 1
-            self.cycle += 1
+            self.cycles += 1
             await Timer(CLOCK_PERIOD_NS, unit="ns")
 
     def _fail(self, what, offers):
-        raise AssertionError(f"cycle {self.cycle} (model cycle {self.model.cycle}, seed "
+        raise AssertionError(f"cycle {self.cycles} (model cycle {self.model.cycle}, seed "
                              f"{self.seed}): {what}; offers {offers}")
 
     async def drain(self, limit: int = 2_000_000):
@@ -220,6 +220,7 @@ def _random_traffic(tb: FlowEngineTB, n_events: int):
                     [fields.index(x) for x in wf.split(",") if x])
     value_width = tb.lay["ctl"]["value"].width
     reg_writes = os.environ.get("CC_REG_WRITES", "1") == "1"
+    reg_values = {**{name: reset for name, _, reset in dp.regs}, **env_regs()}
     hot, hot_left = 0, 0
     p_cn = 0.15
     for i in range(n_events):
@@ -250,7 +251,19 @@ def _random_traffic(tb: FlowEngineTB, n_events: int):
             tb.queues["tx"].append((f, b))
         if reg_writes and rng.random() < 0.0005:
             addr = rng.randrange(len(dp.regs))
-            tb.queues["csr_w"].append((addr, dp.regs[addr][2]))
+            tb.queues["csr_w"].append((addr, reg_values[dp.regs[addr][0]]))
+
+
+def env_regs() -> dict:
+    """``CC_REGS``: register name -> value (JSON), {} if unset."""
+    return json.loads(os.environ.get("CC_REGS") or "{}")
+
+
+def load_env_regs(tb: FlowEngineTB):
+    """Queue the ``CC_REGS`` writes on ``csr_w``."""
+    names = [name for name, _, _ in tb.dp.regs]
+    for name, value in env_regs().items():
+        tb.queues["csr_w"].append((names.index(name), value))
 
 
 @cocotb.test()
@@ -263,11 +276,12 @@ async def random_events(dut):
     await tb.start()
     for f in range(tb.cfg.n_flows):
         tb.queues["ctl"].append((f, CtlOp.START, 0, 0))
+    load_env_regs(tb)
     await tb.drain()
     _random_traffic(tb, n_events)
     tb.p_valid = {"tx": 0.9, "cn": 0.5, "ctl": 0.5, "csr_w": 0.5}
     tb.p_rate_ready, tb.p_rd_ready = 0.9, 0.7
-    t0, c0, e0 = time.perf_counter(), tb.cycle, tb.model.issued
+    t0, c0, e0 = time.perf_counter(), tb.cycles, tb.model.issued
     await tb.drain()
     dt = time.perf_counter() - t0
     events = tb.model.issued - e0
@@ -275,7 +289,7 @@ async def random_events(dut):
     counters = await tb.read_all_counters()
     tb.log.info("%d input events, %d events issued (incl. timer pops) in %d cycles "
                 "(%.3f events/cycle), %.0f events/s wall, %d rate outputs, %d reads",
-                n_events, events, tb.cycle - c0, events / (tb.cycle - c0), events / dt,
+                n_events, events, tb.cycles - c0, events / (tb.cycles - c0), events / dt,
                 tb.rates, tb.rds)
     tb.log.info("counters: %s", counters)
     assert counters["overflow"] == 0 and counters["overflow_count"] == 0
@@ -297,10 +311,10 @@ async def saturation(dut):
     for i in range(n):
         f = 7 if rng.random() < 0.5 else rng.randrange(N)
         tb.queues["tx"].append((f, 64 + i % 1000))
-    c0, e0 = tb.cycle, tb.model.issued
+    c0, e0 = tb.cycles, tb.model.issued
     await tb.run(n)
-    per_cycle = (tb.model.issued - e0) / (tb.cycle - c0)
+    per_cycle = (tb.model.issued - e0) / (tb.cycles - c0)
     tb.log.info("saturation: %d events in %d cycles = %.4f events/cycle",
-                tb.model.issued - e0, tb.cycle - c0, per_cycle)
+                tb.model.issued - e0, tb.cycles - c0, per_cycle)
     assert per_cycle == 1.0
     await tb.drain()

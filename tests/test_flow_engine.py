@@ -59,7 +59,7 @@ class Harness:
     ``cn``, ``ctl``, ``csr_w`` (each item is offered until taken; ``p_valid`` idles) and set
     ``p_rate_ready`` / ``p_rd_ready``; ``run(cycles)`` or ``drain()`` steps both."""
 
-    def __init__(self, cfg, dp=None, *, seed=SEED, period=40):
+    def __init__(self, cfg, dp=None, *, seed=SEED, period=40, model_dp=ToyDatapathModel):
         self.cfg = cfg
         self.dp = dp or ToyDatapath(cfg.time_width, period=period)
         self.stub = None
@@ -72,7 +72,7 @@ class Harness:
                 self.stub = WheelStub(wcfg)
                 return self.stub
             self.dut = FlowEngine(cfg, self.dp, wheel=factory)
-        self.model = FlowEngineModel(cfg, ToyDatapathModel(self.dp))
+        self.model = FlowEngineModel(cfg, model_dp(self.dp))
         self.lay = engine_layouts(cfg, self.dp)
         self.rng = random.Random(seed)
         self.queues = {"tx": [], "cn": [], "ctl": [], "csr_w": []}
