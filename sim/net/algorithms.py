@@ -611,7 +611,8 @@ class LdcpParams:
     ``m`` (1: an ACK per packet), window cap, the base RTT of the sub-1 timer and of the BDP
     (``base_rtt_ns``; 0, the default: each flow's own, from its path as the topology knows it,
     :meth:`sim.net.network.Network.base_rtt_ps`), fast start's initial window ``iw`` (0: the BDP
-    from the NIC's line rate and the base RTT), the retransmission timeout (0: 8 base RTTs);
+    from the NIC's line rate and the base RTT), the retransmission timeout ``rto_ns`` (0: the
+    larger of 8 base RTTs and the base RTT plus the path's worst queueing, :meth:`transport`);
     switch marking: the WRED ramp ``kmin/kmax/pmax`` for ECN-capable packets and the Not-ECT
     drop threshold ``k_bytes`` (fast start's packets).  Each flow's chosen base RTT, IW, BDP
     and timeout are in its ``FlowRecord.settings``.
@@ -648,35 +649,41 @@ class LdcpParams:
         check_int(self, "k_bytes", self.k_bytes, 0, (1 << 24) - 1)
         self.transport(100.0, 1024, 250_000_000, 10_000_000)
 
-    def transport(self, line_rate_gbps: float, mtu: int, clk_hz: int, path_rtt_ps: int):
+    def transport(self, line_rate_gbps: float, mtu: int, clk_hz: int, path_rtt_ps: int,
+                  path_queueing_ps: int = 0):
         """The transport configuration of one flow (``path_rtt_ps``: its path's base RTT, used
-        when ``base_rtt_ns`` is 0)."""
+        when ``base_rtt_ns`` is 0).  The retransmission timeout, when ``rto_ns`` is 0, is the
+        larger of 8 base RTTs and the base RTT plus ``path_queueing_ps`` (the longest a packet
+        can wait in the path's queues, every egress full): a timeout below that fires for
+        packets that are only queued (256-sender incast behind a 2 MB queue: 747 KB, 60 us,
+        against 8 RTTs = 33 us)."""
         from hw.nic.ldcp_transport_config import LdcpTransportConfig
         from hw.nic.ldcp_window_config import LdcpWindowConfig
+        rtt_ps = self.base_rtt_ns * 1000 or path_rtt_ps
         window = LdcpWindowConfig(alpha=self.alpha, beta=self.beta, gamma=self.gamma, m=self.m,
                                   cw_max=self.cw_max, cw_init=min(16.0, self.cw_max),
-                                  rtt_us=(self.base_rtt_ns * 1000 or path_rtt_ps) / 10**6,
-                                  clk_hz=clk_hz, mtu=mtu)
+                                  rtt_us=rtt_ps / 10**6, clk_hz=clk_hz, mtu=mtu)
+        rto_ps = self.rto_ns * 1000 or max(8 * rtt_ps, rtt_ps + path_queueing_ps)
         return LdcpTransportConfig(window=window, line_rate_gbps=line_rate_gbps,
-                                   iw=self.iw or None,
-                                   rto_us=self.rto_ns / 1000 if self.rto_ns else None,
-                                   lsn_width=48)
+                                   iw=self.iw or None, rto_us=rto_ps / 10**6, lsn_width=48)
 
 
 @functools.cache
 def _ldcp_transport_cached(params: LdcpParams, rate_bps: int, mtu: int, clk_hz: int,
-                           path_rtt_ps: int):
-    """One validated transport configuration per (parameters, line rate, path RTT), shared by
+                           path_rtt_ps: int, path_queueing_ps: int):
+    """One validated transport configuration per (parameters, line rate, path), shared by
     every sender and receiver with those (thousands in an incast)."""
-    return params.transport(rate_bps / 1e9, mtu, clk_hz, path_rtt_ps)
+    return params.transport(rate_bps / 1e9, mtu, clk_hz, path_rtt_ps, path_queueing_ps)
 
 
 def _ldcp_transport(net, spec, host):
     """The flow's transport configuration: its base RTT from its path unless the scenario sets
-    ``base_rtt_ns``."""
+    ``base_rtt_ns``; its timeout above the path's worst queueing unless it sets ``rto_ns``."""
     p = net.params
     rtt = 0 if p.base_rtt_ns else net.base_rtt_ps(spec.src, spec.dst, spec.flow_id)
-    return _ldcp_transport_cached(p, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps, rtt)
+    queueing = 0 if p.rto_ns else net.max_queueing_ps(spec.src, spec.dst, spec.flow_id)
+    return _ldcp_transport_cached(p, host.nic.rate_bps, net.mtu, 10**12 // net.clk_ps, rtt,
+                                  queueing)
 
 
 class _CycleClock:

@@ -676,6 +676,13 @@ class Network:
         return (sum(p.delay_ps + serialization_ps(self.mtu, p.rate_bps) for p in fwd)
                 + sum(p.delay_ps + serialization_ps(CONTROL_BYTES, p.rate_bps) for p in back))
 
+    def max_queueing_ps(self, src: int, dst: int, flow: int = 0) -> int:
+        """The longest flow ``flow``'s data can wait in the switches' queues on its path: every
+        switch egress port of the path full to its limit (its marker's ``buf_max``), drained at
+        the port's rate."""
+        return sum(serialization_ps(p.marker.cfg.buf_max, p.rate_bps)
+                   for p in self._path(src, dst, flow) if p.marker is not None)
+
     def _path(self, src: int, dst: int, flow: int = 0, kind: int = DATA) -> list[EgressPort]:
         self._finalize()
         probe = Packet(kind, flow, src, dst, 0, self.mtu)
