@@ -67,6 +67,23 @@ def small_config(profile: str = "ldcp", compare: str = "ge",
     return MarkerConfig.dcqcn(**kw)
 
 
+def marker_with_ram_ports(m, cfg):
+    """The marker of ``cfg`` as a submodule of ``m`` (elaborated here, to reach its block RAM),
+    with one combinational read port per queue added to its occupancy memory: ``(dut, words)``,
+    ``words[i]`` queue i's occupancy word."""
+    dut = EgressMarker(cfg)
+    dut._MustUse__silence = True
+    inner = dut.elaborate(None)
+    m.submodules.dut = inner
+    occ_mem = inner._named_submodules["occ"][0]
+    words = []
+    for i in range(cfg.queues):
+        port = occ_mem.read_port(domain="comb")
+        m.d.comb += port.addr.eq(i)
+        words.append(port.data)
+    return dut, words
+
+
 def _miter(profile: str, compare: str, sample_at: str, part: str, stalls: bool = True):
     """``part``: ``"occupancy"`` (every field but the marking, the RAM and pool invariants) or
     ``"marking"`` (the marking of every decision from its own qlen and the draw).
@@ -77,16 +94,7 @@ def _miter(profile: str, compare: str, sample_at: str, part: str, stalls: bool =
         cfg = small_config(profile, compare, sample_at)
         r = cfg.registers()
         W, D = cfg.occ_width, cfg.draw_bits
-        dut = EgressMarker(cfg)
-        dut._MustUse__silence = True        # elaborated here, to reach its block RAM
-        inner = dut.elaborate(None)
-        m.submodules.dut = inner
-        occ_mem = inner._named_submodules["occ"][0]
-        words = []
-        for i in range(cfg.queues):
-            port = occ_mem.read_port(domain="comb")
-            m.d.comb += port.addr.eq(i)
-            words.append(port.data)
+        dut, words = marker_with_ram_ports(m, cfg)
 
         # ---- environment: any descriptors, any back-pressure, no register writes ------------
         d = dut.desc.payload
@@ -234,16 +242,7 @@ def _reset_sweep():
     def build():
         m = Module()
         cfg = small_config()
-        dut = EgressMarker(cfg)
-        dut._MustUse__silence = True
-        inner = dut.elaborate(None)
-        m.submodules.dut = inner
-        occ_mem = inner._named_submodules["occ"][0]
-        words = []
-        for i in range(cfg.queues):
-            port = occ_mem.read_port(domain="comb")
-            m.d.comb += port.addr.eq(i)
-            words.append(port.data)
+        dut, words = marker_with_ram_ports(m, cfg)
         d = dut.desc.payload
         m.d.comb += [dut.desc.valid.eq(AnySeq(1)), d.eq(AnySeq(len(d.as_value()))),
                      dut.decision.ready.eq(AnySeq(1)), dut.csr_w.valid.eq(0)]
