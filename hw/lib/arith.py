@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, Value
 
-__all__ = ["saturating_inc", "popcount", "umin", "umax", "named_wire"]
+__all__ = ["saturating_inc", "popcount", "umin", "umax", "named_wire", "delayed"]
 
 
 def saturating_inc(counter: Value) -> Value:
@@ -39,3 +39,15 @@ def named_wire(m: Module, name: str, expr, width: int | None = None, cond=None) 
         with m.If(cond):
             m.d.comb += sig.eq(expr)
     return sig
+
+
+def delayed(m: Module, value, cycles: int, name: str = "dly", domain: str = "sync"):
+    """``value`` as it was ``cycles`` clock edges ago (a shift register of ``cycles`` stages;
+    ``cycles == 0`` returns ``value`` itself).  Pipelined datapaths carry their operands to the
+    stage that uses them with it."""
+    out = value
+    for i in range(cycles):
+        reg = Signal(Value.cast(value).shape(), name=f"{name}_d{i + 1}")
+        m.d[domain] += reg.eq(out)
+        out = reg
+    return out

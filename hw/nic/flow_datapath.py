@@ -27,8 +27,16 @@ RTL side, a datapath (subclass of :class:`FlowDatapath`) provides:
 - ``pre(m, *, kind, tx_bytes, cn, t, regs) -> dict`` (optional, default none): values that
   depend only on the event and the registers; the engine computes them one stage before the
   update and registers them, so they are not in the one-cycle state loop;
+- ``latency`` (int, default 1): the clock cycles of the modify stage.  With ``latency == 1``
+  :meth:`build` is combinational (a one-cycle state loop, same-flow events back to back).  With
+  ``latency = L > 1`` its inputs (state, kind, tx_bytes, cn, t, pre, valid) are valid in the
+  first modify cycle only and its :class:`DatapathOut` values belong to those inputs ``L - 1``
+  cycles later (the datapath registers what it carries, e.g. with
+  :func:`hw.lib.arith.delayed`); the engine guarantees that the registers do not change and
+  that no two events of one flow are in the modify stage while an update is in flight, and the
+  pipeline never stalls (no enable).
 - ``build(m, *, state, kind, tx_bytes, cn, t, regs, pre, valid) -> DatapathOut``: the
-  combinational update (``valid``: 1 when the engine applies this update - an enabled flow's
+  update (``valid``: 1 when the engine applies this update - an enabled flow's
   TX/CN/TIMER event in the modify stage; a datapath with engine-wide registers, e.g. QCN's LFSR,
   advances them only then).  ``kind`` is an :class:`EventKind` (TX, CN, TIMER), ``t`` the
   event's time stamp.
@@ -48,7 +56,7 @@ from dataclasses import dataclass
 from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, enum
 
-from ..lib.arith import named_wire
+from ..lib.arith import delayed, named_wire
 
 __all__ = ["EventKind", "CtlOp", "time_le", "DatapathOut", "FlowDatapath", "ToyDatapath"]
 
@@ -100,6 +108,8 @@ class FlowDatapath:
     tx_bytes_width: int
     rate_field: str
     regs: list[tuple[str, int, int]]
+    #: clock cycles of the modify stage (see the module docstring)
+    latency: int = 1
 
     @property
     def rate_width(self) -> int:
@@ -144,8 +154,10 @@ class ToyDatapath(FlowDatapath):
     name = "toy"
 
     def __init__(self, time_width: int = 16, *, period: int = 40, step: int = 3,
-                 max_rate: int = 1000, rate_width: int = 12):
+                 max_rate: int = 1000, rate_width: int = 12, latency: int = 1):
         self.time_width = W = time_width
+        assert latency >= 1
+        self.latency = latency
         assert 1 <= period < (1 << (W - 2)), "period must be below 2**(time_width - 2)"
         assert 0 < max_rate < (1 << rate_width)
         self.state_layout = data.StructLayout({
@@ -187,6 +199,12 @@ class ToyDatapath(FlowDatapath):
                 m.d.comb += nxt.cnt.eq(s.cnt + (s.cnt != 0xFFF))
                 m.d.comb += nxt.rate.eq(rate1 - (rate1 >> (cn.fb[0:2] + 1)))
                 m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
-        return DatapathOut(next_state=nxt, wake_valid=nxt.armed, wake=nxt.dl, expired=due,
-                           late=(t - s.dl)[:W])
+        # latency > 1 (to test the engine's multi-cycle modify stage): the same update, its
+        # result delayed by latency - 1 cycles
+        d = self.latency - 1
+        return DatapathOut(next_state=delayed(m, nxt, d, "toy_next"),
+                           wake_valid=delayed(m, nxt.armed, d, "toy_wv"),
+                           wake=delayed(m, nxt.dl, d, "toy_wake"),
+                           expired=delayed(m, due, d, "toy_due"),
+                           late=delayed(m, (t - s.dl)[:W], d, "toy_late"))
 

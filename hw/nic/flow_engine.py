@@ -10,21 +10,22 @@ diagram, the rules and the measured figures.
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..layouts.common import csr_write_layout
-from ..lib.arith import named_wire
+from ..lib.arith import delayed, named_wire
 from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
+from ..params import ConfigError
 from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH, CSR_DATA_WIDTH, FlowEngineConfig
 from .timer_wheel_config import INSERT_LATENCY
 
 __all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "engine_layouts",
            "late_bucket", "PIPE_DEPTH", "REEVAL",
-           "WHEEL_MARGIN", "MAX_ENTRIES"]
+           "WHEEL_MARGIN", "MAX_ENTRIES", "pipe_depth", "reeval", "wheel_margin"]
 
 
 class Src:
@@ -39,15 +40,29 @@ COUNTERS = ["ev_tx", "ev_cn", "ev_timer", "ev_ctl", "expiries", "late_sum", "lat
 WHEEL_STATS = ["occupancy", "max_occupancy", "max_displacement", "overflow", "overflow_count"]
 #: Lateness histogram buckets (cycles): [lo, hi] inclusive; counters late_h0 ... late_h7 follow.
 LATE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 63), (64, 255), (256, None)]
-#: Pipeline stages after issue (read, modify, write-back): an event accepted at cycle c writes
-#: back at c + 3 and its output is on ``rate``/``rd`` from c + 4.
-PIPE_DEPTH = 3
-#: From a re-evaluating pop to the earliest cycle its insert can pop: the pipeline (3) plus the
-#: wheel's insert latency (4).
-REEVAL = PIPE_DEPTH + INSERT_LATENCY
-#: Inputs are held while wheel occupancy + WHEEL_MARGIN >= max_entries: inserts in flight (3 in
-#: the pipeline, 2 in the wheel) and the occupancy output's one-cycle lag, with room to spare.
-WHEEL_MARGIN = 8
+def pipe_depth(latency: int = 1) -> int:
+    """The write-back stage's number: an event accepted (issued) at cycle c is read from the
+    table at c + 1, modified over the datapath's ``latency`` cycles from c + 2, written back at
+    c + latency + 2 and its output is on ``rate``/``rd`` from c + latency + 3."""
+    return latency + 2
+
+
+def reeval(latency: int = 1) -> int:
+    """From a re-evaluating pop to the earliest cycle its insert can pop: the pipeline plus the
+    wheel's insert latency (4)."""
+    return pipe_depth(latency) + INSERT_LATENCY
+
+
+def wheel_margin(latency: int = 1) -> int:
+    """Inputs are held while wheel occupancy + margin >= max_entries: the inserts in flight (one
+    per pipeline stage, 2 in the wheel) and the occupancy output's one-cycle lag, with room."""
+    return pipe_depth(latency) + 5
+
+
+#: the figures of a one-cycle datapath (the toy)
+PIPE_DEPTH = pipe_depth(1)
+REEVAL = reeval(1)
+WHEEL_MARGIN = wheel_margin(1)
 #: Wheel entries one flow may have at once (one live, the others stale): 4 = the 2-bit
 #: generation space, so generations never alias.
 MAX_ENTRIES = 4
@@ -103,6 +118,13 @@ class FlowEngine(wiring.Component):
 
     def __init__(self, config: FlowEngineConfig, datapath: FlowDatapath, wheel=None):
         assert datapath.time_width == config.time_width, "datapath built for another time_width"
+        need = pipe_depth(datapath.latency) + 2
+        if config.out_fifo_depth < need:
+            # every stage in flight may write an output: one event per clock needs room for them
+            # plus the entry written last cycle and the one of the event issued now
+            raise ConfigError(config, "out_fifo_depth", config.out_fifo_depth,
+                              f">= {need} (datapath latency {datapath.latency} + 4) for one "
+                              "event per clock")
         self.config = config
         self.dp = datapath
         self._wheel_factory = wheel
@@ -176,44 +198,77 @@ class FlowEngine(wiring.Component):
             "op": CtlOp, "field": lay["ctl"].members["field"],
             "value": lay["ctl"].members["value"], "gen": 2})
 
-        def stage(name):
-            return (Signal(name=f"{name}_valid"), Signal(ev_lay, name=f"{name}_ev"),
-                    Signal(W, name=f"{name}_t"))
+        L = dp.latency
+        WB = pipe_depth(L)          # the write-back stage
+        MARGIN = wheel_margin(L)
 
-        s1_valid, s1_ev, s1_t = stage("s1")
-        s2_valid, s2_ev, s2_t = stage("s2")
-        s3_valid, s3_ev, s3_t = stage("s3")
+        def stage(k):
+            return (Signal(name=f"s{k}_valid"), Signal(ev_lay, name=f"s{k}_ev"),
+                    Signal(W, name=f"s{k}_t"))
+
+        # stages 1 (RAM read) ... WB (write-back) carry the whole event
+        sv, sev, st_t = {}, {}, {}
+        for k in range(1, WB + 1):
+            sv[k], sev[k], st_t[k] = stage(k)
+        for k in range(2, WB + 1):
+            m.d.sync += [sv[k].eq(sv[k - 1]), sev[k].eq(sev[k - 1]), st_t[k].eq(st_t[k - 1])]
+        # after write-back, the word written and its flow: stages WB + 1 ... WB + L + 2 (the
+        # forwarding sources of the modify stage and of the wheel bookkeeping, below)
+        LAST = WB + L + 2
+        wv = {k: Signal(name=f"s{k}_wvalid") for k in range(WB + 1, LAST + 1)}
+        wflow = {k: Signal(cfg.flow_width, name=f"s{k}_flow") for k in range(WB + 1, LAST + 1)}
+        wword = {k: Signal(word_lay, name=f"s{k}_word") for k in range(WB + 1, LAST + 1)}
+
+        def valid_at(k):
+            return sv[k] if k <= WB else wv[k]
+
+        def flow_at(k):
+            return sev[k].flow if k <= WB else wflow[k]
 
         # -- arbiter (stage 0): timer pop > ctl > cn > tx ---------------------------------------
-        inflight = s1_valid + s2_valid + s3_valid
+        inflight = sum(sv[k] for k in range(1, WB + 1))
 
         def is_read(valid, ev):
             return valid & (ev.src == Src.CTL) & (ev.op == CtlOp.READ)
 
-        rd_inflight = is_read(s1_valid, s1_ev) + is_read(s2_valid, s2_ev) + is_read(s3_valid,
-                                                                                      s3_ev)
+        rd_inflight = sum(is_read(sv[k], sev[k]) for k in range(1, WB + 1))
         rate_ok = named_wire(m, "rate_ok", rate_fifo.level + inflight < D)
         rd_ok = named_wire(m, "rd_ok", rd_fifo.level + rd_inflight < D)
         go = named_wire(m, "go", ready & ~self.csr_w.valid & rate_ok)
+
+        # A datapath of latency L > 1 has no one-cycle loop: a flow's next event may issue only
+        # when its previous one is at least L cycles ahead (its update then reaches the
+        # write-back stage just in time to be forwarded).  A source whose head is such a flow
+        # waits; the next source in priority order may go in its place.
+        def busy(flow):
+            hit = Const(0)
+            for k in range(1, L):
+                hit = hit | (sv[k] & (sev[k].flow == flow))
+            return hit
+
+        pop = wheel.pop
+        pop_free = named_wire(m, "pop_free", pop.valid & ~busy(pop.payload.flow))
+        ctl_free = named_wire(m, "ctl_free", self.ctl.valid & ~busy(self.ctl.payload.flow))
+        cn_free = named_wire(m, "cn_free", self.cn.valid & ~busy(self.cn.payload.flow))
+        tx_free = named_wire(m, "tx_free", self.tx.valid & ~busy(self.tx.payload.flow))
         # inputs wait while the wheel is nearly full (an input event inserts at most one entry;
         # a pop removes its own before it may insert one), so the wheel cannot overflow
         room = named_wire(m, "wheel_room",
-                          wheel.occupancy + WHEEL_MARGIN < cfg.wheel_config().max_entries)
+                          wheel.occupancy + MARGIN < cfg.wheel_config().max_entries)
         # a READ needs room on rd; without it the ctl stream waits and cn/tx may go
         ctl_ok = named_wire(m, "ctl_ok", ~self.ctl.valid | (self.ctl.payload.op != CtlOp.READ)
                             | rd_ok)
-        pop = wheel.pop
-        take_pop = named_wire(m, "take_pop", go & pop.valid)
-        go_in = named_wire(m, "go_in", go & room & ~pop.valid)
-        take_ctl = named_wire(m, "take_ctl", go_in & self.ctl.valid & ctl_ok)
-        take_cn = named_wire(m, "take_cn", go_in & ~(self.ctl.valid & ctl_ok) & self.cn.valid)
-        take_tx = named_wire(m, "take_tx", go_in & ~(self.ctl.valid & ctl_ok) & ~self.cn.valid
-                             & self.tx.valid)
+        ctl_go = named_wire(m, "ctl_go", ctl_free & ctl_ok)
+        take_pop = named_wire(m, "take_pop", go & pop_free)
+        go_in = named_wire(m, "go_in", go & room & ~pop_free)
+        take_ctl = named_wire(m, "take_ctl", go_in & ctl_go)
+        take_cn = named_wire(m, "take_cn", go_in & ~ctl_go & cn_free)
+        take_tx = named_wire(m, "take_tx", go_in & ~ctl_go & ~cn_free & tx_free)
         m.d.comb += [
-            pop.ready.eq(go),
-            self.ctl.ready.eq(go_in & ctl_ok),
-            self.cn.ready.eq(go_in & ~(self.ctl.valid & ctl_ok)),
-            self.tx.ready.eq(go_in & ~(self.ctl.valid & ctl_ok) & ~self.cn.valid),
+            pop.ready.eq(take_pop),
+            self.ctl.ready.eq(take_ctl),
+            self.cn.ready.eq(take_cn),
+            self.tx.ready.eq(take_tx),
         ]
         issue = Signal(ev_lay)
         with m.If(take_pop):
@@ -230,11 +285,11 @@ class FlowEngine(wiring.Component):
             m.d.comb += [issue.src.eq(Src.TX), issue.flow.eq(self.tx.payload.flow),
                          issue.bytes.eq(self.tx.payload.bytes)]
         took = take_pop | take_ctl | take_cn | take_tx
-        m.d.sync += [s1_valid.eq(took), s1_ev.eq(issue), s1_t.eq(now)]
+        m.d.sync += [sv[1].eq(took), sev[1].eq(issue), st_t[1].eq(now)]
         m.d.comb += rport.addr.eq(issue.flow[:AW] if AW else 0)
 
         # -- register writes: only with the pipeline empty (every event sees one instant) ------
-        m.d.comb += self.csr_w.ready.eq(ready & ~s1_valid & ~s2_valid & ~s3_valid)
+        m.d.comb += self.csr_w.ready.eq(ready & ~Cat(*(sv[k] for k in range(1, WB + 1))).any())
         with m.If(self.csr_w.valid & self.csr_w.ready):
             with m.Switch(self.csr_w.payload.addr):
                 for i, (name, width, _) in enumerate(dp.regs):
@@ -242,19 +297,18 @@ class FlowEngine(wiring.Component):
                         m.d.sync += regs[name].eq(self.csr_w.payload.data[:width])
 
         # -- stage 1: RAM read; forwarding selects computed here, a stage early -----------------
-        s4_valid, s5_valid, s6_valid = Signal(), Signal(), Signal()
-        s4_flow, s5_flow, s6_flow = (Signal(cfg.flow_width, name=f"s{i}_flow") for i in (4, 5, 6))
-        s4_word, s5_word, s6_word = (Signal(word_lay, name=f"s{i}_word") for i in (4, 5, 6))
+        # The event in stage 2 (first modify cycle) takes its flow's state from the newest of:
+        # the update just computed (stage WB, distance L), the words written one and two cycles
+        # ago (WB + 1, WB + 2: the RAM read missed them), else the RAM.  The selects compare
+        # stage 1 with the stages one behind those.
         s2_rdata = Signal(word_lay)
-        f3, f4, f5 = Signal(), Signal(), Signal()
-        m.d.sync += [
-            s2_valid.eq(s1_valid), s2_ev.eq(s1_ev), s2_t.eq(s1_t), s2_rdata.eq(rport.data),
-            # the event in stage k now is in stage k + 1 when this one modifies
-            f3.eq(s2_valid & (s2_ev.flow == s1_ev.flow)),
-            f4.eq(s3_valid & (s3_ev.flow == s1_ev.flow)),
-            f5.eq(s4_valid & (s4_flow == s1_ev.flow)),
-        ]
-        pre_now = dp.pre(m, kind=s1_ev.src, tx_bytes=s1_ev.bytes, cn=s1_ev.cn, t=s1_t, regs=regs)
+        fwd = [Signal(name=f"fwd{i}") for i in range(3)]
+        m.d.sync += s2_rdata.eq(rport.data)
+        for i, f in enumerate(fwd):
+            k = WB - 1 + i
+            m.d.sync += f.eq(valid_at(k) & (flow_at(k) == sev[1].flow))
+        pre_now = dp.pre(m, kind=sev[1].src, tx_bytes=sev[1].bytes, cn=sev[1].cn, t=st_t[1],
+                         regs=regs)
         pre = {}
         for name, value in pre_now.items():
             reg = Signal.like(value, name=f"pre_{name}") if isinstance(value, Signal) else \
@@ -262,41 +316,50 @@ class FlowEngine(wiring.Component):
             m.d.sync += reg.eq(value)
             pre[name] = reg
 
-        # -- stage 2: modify (the one-cycle state loop) -------------------------------------------
-        s3_algo = Signal(dp.state_layout)
-        s3_en = Signal()
+        # -- stages 2 ... L + 1: modify (the datapath's L cycles) ---------------------------------
+        wb_algo = Signal(dp.state_layout, name=f"s{WB}_algo")
+        wb_en = Signal(name=f"s{WB}_en")
         st = Signal(dp.state_layout)
         en_in = Signal()
-        with m.If(f3):
-            m.d.comb += [st.eq(s3_algo), en_in.eq(s3_en)]
-        with m.Elif(f4):
-            m.d.comb += [st.eq(s4_word.algo), en_in.eq(s4_word.en)]
-        with m.Elif(f5):
-            m.d.comb += [st.eq(s5_word.algo), en_in.eq(s5_word.en)]
+        with m.If(fwd[0]):
+            m.d.comb += [st.eq(wb_algo), en_in.eq(wb_en)]
+        with m.Elif(fwd[1]):
+            m.d.comb += [st.eq(wword[WB + 1].algo), en_in.eq(wword[WB + 1].en)]
+        with m.Elif(fwd[2]):
+            m.d.comb += [st.eq(wword[WB + 2].algo), en_in.eq(wword[WB + 2].en)]
         with m.Else():
             m.d.comb += [st.eq(s2_rdata.algo), en_in.eq(s2_rdata.en)]
+        ev2 = sev[2]
         kind = Signal(EventKind)
-        m.d.comb += kind.eq(Mux(s2_ev.src == Src.CTL, EventKind.TIMER, s2_ev.src))
-        is_ctl = s2_ev.src == Src.CTL
-        applied = named_wire(m, "applied", s2_valid & ~is_ctl & en_in)
-        out = dp.build(m, state=st, kind=kind, tx_bytes=s2_ev.bytes, cn=s2_ev.cn, t=s2_t,
+        m.d.comb += kind.eq(Mux(ev2.src == Src.CTL, EventKind.TIMER, ev2.src))
+        applied = named_wire(m, "applied", sv[2] & (ev2.src != Src.CTL) & en_in)
+        out = dp.build(m, state=st, kind=kind, tx_bytes=ev2.bytes, cn=ev2.cn, t=st_t[2],
                        regs=regs, pre=pre, valid=applied)
+
+        # the last modify stage (L + 1): the datapath's result meets the control operation
+        ML = L + 1
+        evl = sev[ML]
+        st_l = Signal(dp.state_layout, name="st_last")
+        m.d.comb += st_l.eq(delayed(m, st, L - 1, name="st"))
+        en_l = delayed(m, en_in, L - 1, name="en_in")
+        applied_l = delayed(m, applied, L - 1, name="applied")
+        is_ctl = evl.src == Src.CTL
 
         init = Signal(dp.state_layout)
         for name, value in dp.init_state(regs).items():
             m.d.comb += init[name].eq(value)
         written = Signal(dp.state_layout)
-        m.d.comb += written.eq(st)
-        with m.Switch(s2_ev.field):
+        m.d.comb += written.eq(st_l)
+        with m.Switch(evl.field):
             for i, name in enumerate(lay["fields"]):
                 with m.Case(i):
-                    m.d.comb += written[name].eq(s2_ev.value)
+                    m.d.comb += written[name].eq(evl.value)
 
         algo_next = Signal(dp.state_layout)
         en_next = Signal()
-        m.d.comb += [algo_next.eq(st), en_next.eq(en_in)]
+        m.d.comb += [algo_next.eq(st_l), en_next.eq(en_l)]
         with m.If(is_ctl):
-            with m.Switch(s2_ev.op):
+            with m.Switch(evl.op):
                 with m.Case(CtlOp.START):
                     m.d.comb += [algo_next.eq(init), en_next.eq(1)]
                 with m.Case(CtlOp.RESET):
@@ -305,34 +368,39 @@ class FlowEngine(wiring.Component):
                     m.d.comb += en_next.eq(0)
                 with m.Case(CtlOp.WRITE):
                     m.d.comb += algo_next.eq(written)
-        with m.Elif(en_in):
+        with m.Elif(en_l):
             m.d.comb += algo_next.eq(out.next_state)
 
         s3_old_rate = Signal(dp.rate_width)
         s3_wake_valid, s3_wake = Signal(), Signal(W)
         s3_expired, s3_late, s3_applied = Signal(), Signal(W), Signal()
+        # the RAM's wheel fields, carried to write-back (forwarded there if stale)
         s3_rdata_q = Signal(word_lay)
-        g4, g5, g6 = Signal(), Signal(), Signal()
+        m.d.comb += s3_rdata_q.eq(delayed(m, s2_rdata, L, name="rdata"))
+        gq = [Signal(name=f"gq{i}") for i in range(3)]
         m.d.sync += [
-            s3_valid.eq(s2_valid), s3_ev.eq(s2_ev), s3_t.eq(s2_t),
-            s3_algo.eq(algo_next), s3_en.eq(en_next),
-            s3_old_rate.eq(st[dp.rate_field]),
-            s3_wake_valid.eq(applied & out.wake_valid), s3_wake.eq(out.wake),
-            s3_expired.eq(applied & out.expired), s3_late.eq(out.late), s3_applied.eq(applied),
-            s3_rdata_q.eq(s2_rdata),
-            g4.eq(s3_valid & (s3_ev.flow == s2_ev.flow)),
-            g5.eq(s4_valid & (s4_flow == s2_ev.flow)),
-            g6.eq(s5_valid & (s5_flow == s2_ev.flow)),
+            wb_algo.eq(algo_next), wb_en.eq(en_next),
+            s3_old_rate.eq(st_l[dp.rate_field]),
+            s3_wake_valid.eq(applied_l & out.wake_valid), s3_wake.eq(out.wake),
+            s3_expired.eq(applied_l & out.expired), s3_late.eq(out.late),
+            s3_applied.eq(applied_l),
         ]
+        # The write-back stage's wheel fields: the newest write of its flow that its RAM read
+        # (at issue) missed: distance L, L + 1, L + 2 (nearer ones cannot be of its flow)
+        for i, g in enumerate(gq):
+            k = WB + L - 1 + i
+            m.d.sync += g.eq(valid_at(k) & (flow_at(k) == evl.flow))
 
-        # -- stage 3: write-back, wheel bookkeeping (its own one-cycle loop), outputs -----------
+        # -- stage WB: write-back, wheel bookkeeping (its own one-cycle loop), outputs ----------
+        s3_valid, s3_ev, s3_t = sv[WB], sev[WB], st_t[WB]
+        s3_algo, s3_en = wb_algo, wb_en
         q_in = Signal(word_lay)
-        with m.If(g4):
-            m.d.comb += q_in.eq(s4_word)
-        with m.Elif(g5):
-            m.d.comb += q_in.eq(s5_word)
-        with m.Elif(g6):
-            m.d.comb += q_in.eq(s6_word)
+        with m.If(gq[0]):
+            m.d.comb += q_in.eq(wword[WB + L])
+        with m.Elif(gq[1]):
+            m.d.comb += q_in.eq(wword[WB + L + 1])
+        with m.Elif(gq[2]):
+            m.d.comb += q_in.eq(wword[WB + L + 2])
         with m.Else():
             m.d.comb += q_in.eq(s3_rdata_q)
         is_pop = s3_ev.src == Src.TIMER
@@ -350,7 +418,7 @@ class FlowEngine(wiring.Component):
         wake = s3_wake
         earlier = named_wire(m, "earlier", ~time_le(q_in.q_dl, wake, W))
         close = named_wire(m, "close", ~earlier & (wake != q_in.q_dl)
-                           & ~time_le((q_in.q_dl + REEVAL)[:W], wake, W))
+                           & ~time_le((q_in.q_dl + reeval(L))[:W], wake, W))
         ins = named_wire(m, "ins", s3_valid & (q_cnt1 != MAX_ENTRIES)
                          & (force | (s3_wake_valid & (~q_valid1 | earlier | close))))
         target = named_wire(m, "target", Mux(force, s3_t, wake), width=W)
@@ -374,11 +442,11 @@ class FlowEngine(wiring.Component):
         with m.Else():
             m.d.comb += [wport.addr.eq(sweep[:AW] if AW else 0), wport.data.eq(0),
                          wport.en.eq(1)]
-        m.d.sync += [
-            s4_valid.eq(s3_valid), s4_flow.eq(s3_ev.flow), s4_word.eq(word_w),
-            s5_valid.eq(s4_valid), s5_flow.eq(s4_flow), s5_word.eq(s4_word),
-            s6_valid.eq(s5_valid), s6_flow.eq(s5_flow), s6_word.eq(s5_word),
-        ]
+        m.d.sync += [wv[WB + 1].eq(s3_valid), wflow[WB + 1].eq(s3_ev.flow),
+                     wword[WB + 1].eq(word_w)]
+        for k in range(WB + 2, LAST + 1):
+            m.d.sync += [wv[k].eq(wv[k - 1]), wflow[k].eq(wflow[k - 1]),
+                         wword[k].eq(wword[k - 1])]
         new_rate = s3_algo[dp.rate_field]
         rate_out = Signal(lay["rate"])
         rd_out = Signal(lay["rd"])

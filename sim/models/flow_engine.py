@@ -24,9 +24,9 @@ from hw.nic.flow_engine import (
     COUNTERS,
     LATE_BUCKETS,
     MAX_ENTRIES,
-    PIPE_DEPTH,
-    REEVAL,
-    WHEEL_MARGIN,
+    pipe_depth,
+    reeval,
+    wheel_margin,
     WHEEL_STATS,
     Src,
     engine_layouts,
@@ -77,7 +77,11 @@ class FlowEngineModel:
         self.now = 0
         self.sweep = 0
         # stage k holds the write-back action of the event issued k cycles ago (or None)
-        self.pipe: deque = deque([None] * PIPE_DEPTH)
+        #: the datapath's modify cycles (see hw.nic.flow_datapath)
+        self.latency = L = getattr(dpm.rtl, "latency", 1)
+        self.reeval = reeval(L)
+        self.margin = wheel_margin(L)
+        self.pipe: deque = deque([None] * pipe_depth(L))
         self.rate_fifo: deque = deque()
         self.rd_fifo: deque = deque()
         self.counters = {name: 0 for name in COUNTERS}
@@ -130,14 +134,20 @@ class FlowEngineModel:
         rd_ok = len(self.rd_fifo) + rd_inflight < D
         go = ready and csr_w is None and rate_ok
         w = self.wheel.out
-        pop = (w.pop_flow, w.pop_gen) if w.pop_valid else None
-        ctl_ok = ctl is not None and (ctl[1] != CtlOp.READ or rd_ok)
+        # a flow with an update in the modify stage (issued in the last latency - 1 cycles)
+        # cannot issue: its source waits and the next one in priority order may go
+        busy = {a[9] for a in list(self.pipe)[:self.latency - 1] if a is not None}
+        pop = (w.pop_flow, w.pop_gen) if w.pop_valid and w.pop_flow not in busy else None
+        ctl_go = (ctl is not None and ctl[0] not in busy
+                  and (ctl[1] != CtlOp.READ or rd_ok))
+        cn_free = cn is not None and cn[0] not in busy
+        tx_free = tx is not None and tx[0] not in busy
         go_in = (go and pop is None
-                 and w.occupancy + WHEEL_MARGIN < self.wheel.cfg.max_entries)
+                 and w.occupancy + self.margin < self.wheel.cfg.max_entries)
         o.ready = ready
-        o.ctl_ready = go_in and (ctl is None or ctl[1] != CtlOp.READ or rd_ok)
-        o.cn_ready = go_in and not ctl_ok
-        o.tx_ready = go_in and not ctl_ok and cn is None
+        o.ctl_ready = go_in and ctl_go
+        o.cn_ready = go_in and not ctl_go and cn_free
+        o.tx_ready = go_in and not ctl_go and not cn_free and tx_free
         o.csr_w_ready = ready and inflight == 0
         o.rate = self.rate_fifo[0] if self.rate_fifo else None
         o.rd = self.rd_fifo[0] if self.rd_fifo else None
@@ -146,7 +156,7 @@ class FlowEngineModel:
         # register read-back (sampled before this cycle's counter updates)
         self.rdata = self._read(csr_raddr)
 
-        # write-back stage of the event issued PIPE_DEPTH cycles ago
+        # write-back stage of the event issued pipe_depth(latency) cycles ago
         wb = self.pipe.pop()
         ins = self._write_back(wb) if wb is not None else None
         if o.rate is not None and rate_ready:
@@ -164,11 +174,11 @@ class FlowEngineModel:
         t = self.now
         if go and pop is not None:
             action = self._issue(Src.TIMER, pop[0], pop[1], t)
-        elif o.ctl_ready and ctl is not None:
+        elif o.ctl_ready:
             action = self._issue(Src.CTL, ctl[0], ctl, t)
-        elif o.cn_ready and cn is not None:
+        elif o.cn_ready:
             action = self._issue(Src.CN, cn[0], cn[1], t)
-        elif o.tx_ready and tx is not None:
+        elif o.tx_ready:
             action = self._issue(Src.TX, tx[0], tx[1], t)
         self.pipe.appendleft(action)
         if action is not None:
@@ -182,7 +192,7 @@ class FlowEngineModel:
                 name, width, _ = self.dpm.regs[addr]
                 self.regs[name] = value & ((1 << width) - 1)
 
-        self.wheel.step(self.now, ins, go)
+        self.wheel.step(self.now, ins, go and pop is not None)
         if self.sweep < cfg.n_flows:
             self.sweep += 1
         self.now = (self.now + 1) & self.mask
@@ -244,7 +254,7 @@ class FlowEngineModel:
         if wake is not None:
             earlier = not time_le_int(f.q_dl, wake, W)
             close = (not earlier and wake != f.q_dl
-                     and not time_le_int((f.q_dl + REEVAL) & mask, wake, W))
+                     and not time_le_int((f.q_dl + self.reeval) & mask, wake, W))
         if f.q_cnt != MAX_ENTRIES and (force or (wake is not None
                                                  and (not q_valid1 or earlier or close))):
             target = t if force else wake
