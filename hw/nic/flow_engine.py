@@ -394,15 +394,25 @@ class FlowEngine(wiring.Component):
         # -- stage WB: write-back, wheel bookkeeping (its own one-cycle loop), outputs ----------
         s3_valid, s3_ev, s3_t = sv[WB], sev[WB], st_t[WB]
         s3_algo, s3_en = wb_algo, wb_en
+        # The wheel fields come from one of four registers (three forwarded words, the RAM's);
+        # the deadline compares below are made on all four in parallel and the results
+        # selected with them, so the compares' carry chains are not behind the select.
+        cands = [wword[WB + L], wword[WB + L + 1], wword[WB + L + 2], s3_rdata_q]
         q_in = Signal(word_lay)
         with m.If(gq[0]):
-            m.d.comb += q_in.eq(wword[WB + L])
+            m.d.comb += q_in.eq(cands[0])
         with m.Elif(gq[1]):
-            m.d.comb += q_in.eq(wword[WB + L + 1])
+            m.d.comb += q_in.eq(cands[1])
         with m.Elif(gq[2]):
-            m.d.comb += q_in.eq(wword[WB + L + 2])
+            m.d.comb += q_in.eq(cands[2])
         with m.Else():
-            m.d.comb += q_in.eq(s3_rdata_q)
+            m.d.comb += q_in.eq(cands[3])
+
+        def select(values, name):
+            sig = Signal(name=name)
+            m.d.comb += sig.eq(Mux(gq[0], values[0], Mux(gq[1], values[1],
+                                                          Mux(gq[2], values[2], values[3]))))
+            return sig
         is_pop = s3_ev.src == Src.TIMER
         own_pop = named_wire(m, "own_pop", is_pop & q_in.q_valid & (q_in.q_gen == s3_ev.gen))
         q_valid1 = q_in.q_valid & ~own_pop
@@ -415,10 +425,16 @@ class FlowEngine(wiring.Component):
         # at wake, or early enough (q_dl + REEVAL <= wake) that the re-evaluation it triggers
         # can still insert wake on time.  Otherwise insert wake now (it moved earlier, or later
         # by less than REEVAL, or there is no live entry); the old entry becomes stale.
+        # With d = wake - q_dl (mod 2**W): "earlier" is ~time_le(q_dl, wake), i.e. d's sign bit;
+        # q_dl + REEVAL <= wake fails exactly when 0 <= d < REEVAL (REEVAL < 2**(W-1)), so one
+        # subtraction serves both compares.
         wake = s3_wake
-        earlier = named_wire(m, "earlier", ~time_le(q_in.q_dl, wake, W))
-        close = named_wire(m, "close", ~earlier & (wake != q_in.q_dl)
-                           & ~time_le((q_in.q_dl + reeval(L))[:W], wake, W))
+        R = reeval(L)
+        dists = [Signal(W, name=f"wake_d{i}") for i in range(len(cands))]
+        for d, c in zip(dists, cands):
+            m.d.comb += d.eq(wake - c.q_dl)
+        earlier = select([d[W - 1] for d in dists], "earlier")
+        close = select([~d[W - 1] & (d != 0) & (d < R) for d in dists], "close")
         ins = named_wire(m, "ins", s3_valid & (q_cnt1 != MAX_ENTRIES)
                          & (force | (s3_wake_valid & (~q_valid1 | earlier | close))))
         target = named_wire(m, "target", Mux(force, s3_t, wake), width=W)
