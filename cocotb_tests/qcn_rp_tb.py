@@ -91,7 +91,7 @@ async def known_answers(dut):
     await tb.event(QcnCnm(63))                     # 63/128 < 1/2: CR - floor(CR x 63/128)
     cr = int((10_000 - gap) * MBPS)             # 10215000 (exact)
     assert tb.state().cr == cr - (cr * 63) // 128 == 5187305
-    await tb.idle(3_750_000 - 1)                # 15 ms at 250 MHz: not one cycle early
+    await tb.idle(2_343_750 - 1)                # 15 ms at 156.25 MHz: not one cycle early
     assert tb.state().t_stage == 0
     await tb.idle(1)
     assert tb.state().t_stage == 1

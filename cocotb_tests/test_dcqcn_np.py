@@ -12,10 +12,11 @@ from hw.nic.dcqcn_np_config import DcqcnNpConfig
 
 TB = "cocotb_tests.dcqcn_np_tb"
 
-#: 6 QPs, short N (25 and 40 cycles) so that windows and checks expire thousands of times.
+#: 6 QPs, short N (25 and 40 cycles at 156.25 MHz) so that windows and checks expire thousands
+#: of times.
 CONFIGS = {
-    "paper": DcqcnNpConfig(flows=6, rule="paper", min_time_between_cnps=0.1, timer_width=8),
-    "periodic": DcqcnNpConfig(flows=6, rule="periodic", min_time_between_cnps=0.16,
+    "paper": DcqcnNpConfig(flows=6, rule="paper", min_time_between_cnps=0.16, timer_width=8),
+    "periodic": DcqcnNpConfig(flows=6, rule="periodic", min_time_between_cnps=0.256,
                               timer_width=8),
 }
 

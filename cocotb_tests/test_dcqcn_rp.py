@@ -14,11 +14,11 @@ TB = "cocotb_tests.dcqcn_rp_tb"
 
 
 def config(profile: str) -> DcqcnRpConfig:
-    """The profile with short timers (T 0.4 µs = 100 cycles, K 0.2 µs = 50, P 0.12 µs = 30,
-    B <= 30000 bytes), so that 100,000 random events, ~4 M cycles, expire every timer and
-    counter many thousand times."""
+    """The profile with short timers (at 156.25 MHz: T 0.64 µs = 100 cycles, K 0.32 µs = 50,
+    P 0.192 µs = 30, B <= 30000 bytes), so that 100,000 random events, ~4 M cycles, expire
+    every timer and counter many thousand times."""
     base = DcqcnRpConfig.profile(profile)
-    return base.replace(rpg_time_reset=0.4, dce_tcp_rtt=0.2, rate_reduce_monitor_period=0.12,
+    return base.replace(rpg_time_reset=0.64, dce_tcp_rtt=0.32, rate_reduce_monitor_period=0.192,
                         rpg_byte_reset=min(base.rpg_byte_reset, 30_000))
 
 

@@ -15,12 +15,12 @@ TB = "cocotb_tests.qcn_rp_tb"
 #: The testbench writes only at mid-period (see the DCQCN RP runner).
 FAST_CLOCK = {"COCOTB_TRUST_INERTIAL_WRITES": "1"}
 
-#: Short timer (0.2 µs = 50 cycles) and byte counter (20 kB) so that 40,000 events expire both
-#: thousands of times; jitter on; the second set reaches the TR > 10 CR guard (Gd 1/64,
-#: MinDecFac 1/16).
+#: Short timer (0.32 µs = 50 cycles at 156.25 MHz) and byte counter (20 kB) so that 40,000
+#: events expire both thousands of times; jitter on; the second set reaches the TR > 10 CR
+#: guard (Gd 1/64, MinDecFac 1/16).
 CONFIGS = {
-    "mib_short": QcnRpConfig(time_reset_us=0.2, byte_reset=20_000, jitter=0.15),
-    "guard": QcnRpConfig(line_rate_mbps=100_000, time_reset_us=0.2, byte_reset=20_000,
+    "mib_short": QcnRpConfig(time_reset_us=0.32, byte_reset=20_000, jitter=0.15),
+    "guard": QcnRpConfig(line_rate_mbps=100_000, time_reset_us=0.32, byte_reset=20_000,
                          jitter=0.3, gd=6, min_dec_fac=0.0625, hai_rate_mbps=500),
 }
 

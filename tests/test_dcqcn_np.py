@@ -17,7 +17,7 @@ from sim.reference.dcqcn_np import reference_cnp_times
 
 
 @pytest.mark.parametrize("rule", ["paper", "periodic"])
-@pytest.mark.parametrize("n_us", [0.1, 0.5, 4])
+@pytest.mark.parametrize("n_us", [0.16, 0.8, 6.4])   # N = 25, 125, 1000 cycles
 def test_model_matches_ideal_timer_reference(rule, n_us):
     cfg = DcqcnNpConfig(flows=4, rule=rule, min_time_between_cnps=n_us)
     rng = random.Random(int(n_us * 10) + len(rule))
@@ -33,9 +33,10 @@ def test_model_matches_ideal_timer_reference(rule, n_us):
 
 
 def test_paper_rule_hand_example():
-    """N = 25 cycles: a mark at 0 gives a CNP at 1 (one cycle of latency); marks at 5 and 20
-    give ONE more CNP, at 1 + 25 = 26 (N after the first); a mark at 60 gives a CNP at 61."""
-    cfg = DcqcnNpConfig(flows=1, min_time_between_cnps=0.1)
+    """N = 25 cycles (0.16 µs at 156.25 MHz): a mark at 0 gives a CNP at 1 (one cycle of
+    latency); marks at 5 and 20 give ONE more CNP, at 1 + 25 = 26 (N after the first); a mark
+    at 60 gives a CNP at 61."""
+    cfg = DcqcnNpConfig(flows=1, min_time_between_cnps=0.16)
     assert cfg.n_cycles == 25
     model = NpModel(cfg)
     marks = {0: 0, 5: 0, 20: 0, 60: 0}
@@ -48,7 +49,8 @@ def test_periodic_rule_hand_example():
     """N = 25: the check runs in the last cycle of each interval (24, 49, ...), so CNPs leave at
     multiples of N.  Marks at 3 and 10 -> one CNP at 25; a mark at 49 arrives in the same cycle
     as the check and counts for the next interval -> nothing at 50, a CNP at 75."""
-    cfg = DcqcnNpConfig(flows=1, rule="periodic", min_time_between_cnps=0.1)
+    cfg = DcqcnNpConfig(flows=1, rule="periodic", min_time_between_cnps=0.16)
+    assert cfg.n_cycles == 25
     model = NpModel(cfg)
     marks = {3: 0, 10: 0, 49: 0}
     for c in range(100):
@@ -58,7 +60,7 @@ def test_periodic_rule_hand_example():
 
 @pytest.mark.parametrize("changes, field", [
     (dict(rule="periodic", min_time_between_cnps=0), "min_time_between_cnps"),
-    (dict(min_time_between_cnps=1000), "min_time_between_cnps"),   # 250000 > 2**16 - 1
+    (dict(min_time_between_cnps=1000), "min_time_between_cnps"),   # 156250 cycles > 2**16 - 1
     (dict(min_time_between_cnps=-1), "min_time_between_cnps"),
     (dict(flows=0), "flows"), (dict(rule="ns3"), "rule"),
 ])
@@ -68,7 +70,7 @@ def test_invalid_config(changes, field):
     assert info.value.field == field
 
 
-@pytest.mark.parametrize("rule, n_us", [("paper", 0.1), ("paper", 0), ("periodic", 0.06)])
+@pytest.mark.parametrize("rule, n_us", [("paper", 0.16), ("paper", 0), ("periodic", 0.096)])
 def test_rtl_matches_model(rule, n_us):
     cfg = DcqcnNpConfig(flows=5, rule=rule, min_time_between_cnps=n_us, timer_width=8)
     dut, model, rng = DcqcnNp(cfg), NpModel(cfg), random.Random(9)

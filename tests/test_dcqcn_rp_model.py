@@ -34,7 +34,7 @@ def mbps(x):
     (dict(dce_tcp_g=1024), "dce_tcp_g"),                       # g = 0
     (dict(rpg_min_rate=2000, rpg_max_rate=1000), "rpg_min_rate"),
     (dict(rpg_threshold=0), "rpg_threshold"),
-    (dict(rpg_time_reset=100_000), "rpg_time_reset"),          # 25e6 cycles > 2**24 - 2
+    (dict(rpg_time_reset=110_000), "rpg_time_reset"),          # 17.1875e6 cycles > 2**24 - 2
     (dict(dce_tcp_rtt=0), "dce_tcp_rtt"),
     (dict(rate_reduce_monitor_period=0.001), "rate_reduce_monitor_period"),  # < 2 cycles
     (dict(rpg_byte_reset=1 << 24), "rpg_byte_reset"),
@@ -52,15 +52,16 @@ def test_invalid_config(changes, field):
 
 
 def test_timer_width_error_names_clock():
-    with pytest.raises(ConfigError, match="clk_hz 250000000, timer_width 16"):
-        DcqcnRpConfig(timer_width=16)   # 300 µs = 75000 cycles > 2**16 - 2
+    with pytest.raises(ConfigError, match="clk_hz 156250000, timer_width 15"):
+        DcqcnRpConfig(timer_width=15)   # 300 µs = 46875 cycles > 2**15 - 2
 
 
 def test_connectx_knob_translation():
     cfg = DcqcnRpConfig.from_connectx(clamp_tgt_rate=1, rpg_ai_rate=10)
     assert cfg.clamp_rule == "always" and cfg.rpg_ai_rate == 10
     r = DcqcnRpConfig.profile("connectx").registers()
-    assert r.t_cycles == 75_000 and r.k_cycles == 250 and r.p_cycles == 1000
+    # 156.25 cycles per µs: T 300 µs, K 1 µs (156.25, rounded to 156), P 4 µs
+    assert r.t_cycles == 46_875 and r.k_cycles == 156 and r.p_cycles == 625
     assert r.g == 5 and r.alpha_init == 1023 << 14 and r.ai_rate == 5 * MBPS
     assert r.max_rate == 100_000 * MBPS and r.min_dec_fac == 32768
     with pytest.raises(ConfigError):

@@ -14,9 +14,10 @@ from sim.models.dcqcn import DcqcnCnp, DcqcnRpModel, DcqcnTx, pack_event, unpack
 
 
 def small(profile: str) -> DcqcnRpConfig:
-    """Short timers so that a short run expires every timer many times."""
+    """Short timers so that a short run expires every timer many times (T 250, K 125, P 50
+    cycles at 156.25 MHz)."""
     base = DcqcnRpConfig.profile(profile)
-    return base.replace(rpg_time_reset=1, dce_tcp_rtt=0.5, rate_reduce_monitor_period=0.2,
+    return base.replace(rpg_time_reset=1.6, dce_tcp_rtt=0.8, rate_reduce_monitor_period=0.32,
                         rpg_byte_reset=min(base.rpg_byte_reset, 30_000))
 
 

@@ -41,10 +41,10 @@ def engine_config(**kw) -> FlowEngineConfig:
 
 
 def dcqcn_small(profile: str) -> DcqcnRpConfig:
-    """A profile with short timers (T 250, K 125, P 50 cycles at 250 MHz, 8-bit timers) and a
-    30 KB byte counter, so that every timer and the byte counter fire within a short run."""
+    """A profile with short timers (T 250, K 125, P 50 cycles at 156.25 MHz, 8-bit timers) and
+    a 30 KB byte counter, so that every timer and the byte counter fire within a short run."""
     base = DcqcnRpConfig.profile(profile)
-    return base.replace(rpg_time_reset=1, dce_tcp_rtt=0.5, rate_reduce_monitor_period=0.2,
+    return base.replace(rpg_time_reset=1.6, dce_tcp_rtt=0.8, rate_reduce_monitor_period=0.32,
                         rpg_byte_reset=min(base.rpg_byte_reset, 30_000), timer_width=8)
 
 

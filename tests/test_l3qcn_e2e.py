@@ -33,7 +33,9 @@ FLOW = FiveTuple(0x0A_01_00_02, 0x0A_02_00_07, 40000, 5001, 17)
 
 
 def run(learn: bool, cycles: int = 12_500_000):
-    rp_cfg = QcnRpConfig(ai_rate_mbps=50, hai_rate_mbps=250, time_reset_us=1500)
+    # the RP at the test's own clock (its cycles are 4 ns: DELAY, the drain rate)
+    rp_cfg = QcnRpConfig(ai_rate_mbps=50, hai_rate_mbps=250, time_reset_us=1500,
+                         clk_hz=250_000_000)
     rp = QcnRpModel(rp_cfg)
     cp = L3qcnCpModel(L3qcnCpConfig(mode="qcn"))
     tor = TorModel(L3qcnTorConfig())

@@ -30,9 +30,10 @@ from sim.models.ldcp_transport import (
 from sim.models.ldcp_window import LdcpWindowModel
 
 MTU = 256
-#: 100 Gb/s, 0.4 us base RTT, 256-byte packets: BDP = ceil(19.53) = 20 packets; 100 cycles
+#: 100 Gb/s, 0.4 us base RTT, 256-byte packets: BDP = ceil(19.53) = 20 packets; 100 cycles at
+#: an explicit 250 MHz clock (the cycle counts below are written for it)
 WIN = LdcpWindowConfig(alpha=1.0, beta=0.5, gamma=1 / 8, m=1, cw_max=64.0, cw_init=4.0,
-                       rtt_us=0.4, mtu=MTU)
+                       rtt_us=0.4, clk_hz=250_000_000, mtu=MTU)
 CFG = LdcpTransportConfig(window=WIN, line_rate_gbps=100.0)
 IW = 20
 DELAY = 40       # one way, cycles
@@ -75,7 +76,8 @@ def test_config_defaults_and_bdp():
     # 100 Gb/s x 10 us / (8 x 1024 B) = 122.07 -> 123 packets
     big = LdcpTransportConfig()
     assert big.bdp_packets == 123 and big.registers().iw == 123
-    assert big.registers().rto == 8 * 2500 and big.registers().ack_delay == 625
+    # the default clock, 156.25 MHz: RTO 8 x 10 us = 12500 cycles, ACK delay 2.5 us = 390.625
+    assert big.registers().rto == 12_500 and big.registers().ack_delay == 391
     assert LdcpTransportConfig.from_json(CFG.to_json()) == CFG
 
 

@@ -65,6 +65,9 @@ def test_config_registers():
     assert r.cw_max == 125 * 65536 + 32768 and r.cw_init == 32768
     assert r.rtt == 2000 and r.mtu == 4096 and r.m == 4
     assert LdcpWindowConfig.from_json(cfg.to_json()) == cfg
+    # the default clock, 156.25 MHz: 8 µs = 1250 cycles, the default 10 µs = 1562.5 -> 1562
+    assert LdcpWindowConfig(rtt_us=8.0).registers().rtt == 1250
+    assert LdcpWindowConfig().registers().rtt == 1562
 
 
 # ------------------------------------------------------------------------------------------------
@@ -354,7 +357,7 @@ def fire_edges(model, cycles):
 def test_timer_constant_window(cw):
     """k-th release at edge ceil(k * RTT / cw) (1-based edges of the sub-1 window), i.e. every
     RTT / cw cycles; computed with exact rationals from the draft's timeout."""
-    cfg = LdcpWindowConfig(cw_init=cw, gamma=1 / 8, rtt_us=0.4)   # RTT = 100 cycles
+    cfg = LdcpWindowConfig(cw_init=cw, gamma=1 / 8, rtt_us=0.64)   # RTT = 100 cycles
     model = LdcpWindowModel(cfg)
     cw_q = cfg.registers().cw_init
     got = fire_edges(model, 5000)
@@ -370,7 +373,7 @@ def test_timer_constant_window(cw):
 
 def test_timer_releases_follow_moving_window():
     """Over a long run the released packets equal sum(cw)/RTT within one."""
-    cfg = LdcpWindowConfig(cw_init=0.5, gamma=1 / 16, rtt_us=0.2, m=2)   # RTT = 50 cycles
+    cfg = LdcpWindowConfig(cw_init=0.5, gamma=1 / 16, rtt_us=0.32, m=2)   # RTT = 50 cycles
     model = LdcpWindowModel(cfg)
     rng = random.Random(4)
     fires, cws = 0, []
@@ -392,7 +395,7 @@ def test_send_gate():
     o = model.outputs()
     for inflight in range(0, 4000, 7):
         assert o.may_send(inflight) == (Fraction(inflight) < Fraction(5, 2) * 1000)
-    sub = LdcpWindowModel(LdcpWindowConfig(cw_init=0.5, rtt_us=0.1))   # RTT 25: period 50
+    sub = LdcpWindowModel(LdcpWindowConfig(cw_init=0.5, rtt_us=0.16))   # RTT 25: period 50
     for _ in range(50):
         assert not sub.outputs().credit
         sub.edge()

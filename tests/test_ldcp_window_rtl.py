@@ -21,9 +21,9 @@ from sim.models.ldcp_window import Ack, LdcpWindowModel, update
 
 CONFIGS = [
     LdcpWindowConfig(alpha=1.0, beta=1.0, gamma=1 / 4, m=4, cw_max=64.0, cw_init=4.0,
-                     rtt_us=0.1),
+                     rtt_us=0.16),                        # RTT 25 cycles at 156.25 MHz
     LdcpWindowConfig(alpha=0.3, beta=0.1, gamma=1 / 16, m=16, cw_max=300.7, cw_init=0.5,
-                     rtt_us=0.2),
+                     rtt_us=0.32),                        # RTT 50 cycles
 ]
 
 

@@ -36,7 +36,7 @@ def test_mib_defaults():
     r = QcnRpConfig().registers()
     assert (r.min_rate, r.ai_rate, r.hai_rate) == (5 * MBPS, 5 * MBPS, 50 * MBPS)
     assert (r.gd_shift, r.min_dec_fac, r.threshold) == (7, 128, 5)
-    assert r.byte_lo == (150_000, 75_000) and r.time_lo == (3_750_000, 1_875_000)  # 15 ms
+    assert r.byte_lo == (150_000, 75_000) and r.time_lo == (2_343_750, 1_171_875)  # 15 ms
     assert QcnRpConfig.from_json(QcnRpConfig().to_json()) == QcnRpConfig()
 
 
@@ -85,7 +85,7 @@ def test_fast_recovery_then_active_then_hyper_by_hand():
 
 
 def test_timer_expiry_exactly_and_hyper_increase():
-    cfg = QcnRpConfig(time_reset_us=1.0, byte_reset=1000)   # timer 250 cycles
+    cfg = QcnRpConfig(time_reset_us=1.6, byte_reset=1000)   # timer 250 cycles at 156.25 MHz
     m = QcnRpModel(cfg)
     m.step(QcnCnm(40))
     m.step(QcnCnm(40))                        # TR = 6875 Mb/s: well below the line rate
@@ -192,7 +192,7 @@ def run_rtl(cfg, events):
 
 
 def test_rtl_matches_model():
-    cfg = QcnRpConfig(time_reset_us=0.05, byte_reset=5_000, jitter=0.3, ai_rate_mbps=7.5,
+    cfg = QcnRpConfig(time_reset_us=0.08, byte_reset=5_000, jitter=0.3, ai_rate_mbps=7.5,
                       hai_rate_mbps=120, gd=6, min_dec_fac=0.05)
     events = random_events(cfg, 3000, 9)
     m = QcnRpModel(cfg)

@@ -33,7 +33,8 @@ def send_times(model, flow, sizes, rates=None):
 def test_gaps_match_spec_rule(mbps):
     """burst 0: every gap is the pacing rule now + bytes / Rc rounded up to a cycle, never shorter,
     and longer only by the truncation of the credit rate: a relative 2 / inc (inc in 2**-24
-    bytes per cycle: 1.2e-4 at 1 Mb/s, 2e-9 at 100 Gb/s), plus the rounding cycle."""
+    bytes per cycle; at 156.25 MHz 1.5e-4 at 1 Mb/s, 1.5e-9 at 100 Gb/s), plus the rounding
+    cycle."""
     cfg = RateLimiterConfig(flows=2)
     model = RateLimiterModel(cfg)
     model.step(rate=(1, mbps * MBPS))
@@ -71,16 +72,16 @@ def test_rate_change_takes_effect_at_next_packet():
     model = RateLimiterModel(cfg)
     model.step(rate=(0, 1_000 * MBPS))
     t0 = model.cycle
-    model.step(send=(0, 1000))                    # 1000 B at 1 Gb/s: 8 µs = 2000 cycles
+    model.step(send=(0, 1000))                    # 1000 B at 1 Gb/s: 8 µs = 1250 cycles
     model.step(rate=(0, 100_000 * MBPS))          # faster, but this gap is already set
     while not model.eligible() & 1:
         model.step()
-    assert model.cycle - t0 in (2000, 2001)       # ceil, or one more (truncated credit rate)
+    assert model.cycle - t0 in (1250, 1251)       # ceil, or one more (truncated credit rate)
     t1 = model.cycle
-    model.step(send=(0, 1000))                    # now at 100 Gb/s: 20 cycles
+    model.step(send=(0, 1000))                    # now at 100 Gb/s: 80 ns = 12.5 cycles
     while not model.eligible() & 1:
         model.step()
-    assert model.cycle - t1 in (20, 21)
+    assert model.cycle - t1 in (13, 14)
 
 
 def test_rate_clamped_to_min_and_line():

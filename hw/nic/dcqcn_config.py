@@ -145,7 +145,7 @@ class DcqcnRpConfig(BlockConfig):
     ``rt_guard`` (ns3-rdma: Rt = Rt/8 instead of increasing when a stage is 1 and Rt > 10 Rc).
     """
 
-    clk_hz: int = 250_000_000
+    clk_hz: int = 156_250_000
     line_rate_mbps: int = 100_000
     timer_width: int = 24
     byte_width: int = 24

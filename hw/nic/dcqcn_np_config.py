@@ -36,7 +36,7 @@ class DcqcnNpConfig(BlockConfig):
     per-flow countdown (N in cycles must fit); ``rule``; ``min_time_between_cnps`` (µs)."""
 
     flows: int = 8
-    clk_hz: int = 250_000_000
+    clk_hz: int = 156_250_000
     timer_width: int = 16
     rule: str = "paper"
     min_time_between_cnps: int | float = 4

@@ -165,7 +165,7 @@ class LdcpWindowConfig(BlockConfig):
     cw_max: float = 1024.0
     cw_init: float = 16.0
     rtt_us: float = 10.0
-    clk_hz: int = 250_000_000
+    clk_hz: int = 156_250_000
     mtu: int = 1024
 
     # -- construction -----------------------------------------------------------------------

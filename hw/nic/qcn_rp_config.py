@@ -54,7 +54,7 @@ class QcnRpConfig(BlockConfig):
     ``jitter``           reloads of BC and the timer uniform in (1 +/- jitter) x nominal
                          (0 = off, the default; the standard suggests ~0.15).
     ``draw_bits``, ``lfsr``  the jitter draws (one draw per reload event).
-    ``clk_hz``           clock (default 250 MHz); ``byte_width``: bits of a TX byte count.
+    ``clk_hz``           clock (default 156.25 MHz); ``byte_width``: bits of a TX byte count.
     """
 
     line_rate_mbps: int = 10_000
@@ -70,7 +70,7 @@ class QcnRpConfig(BlockConfig):
     jitter: float = 0.0
     draw_bits: int = 8
     lfsr: LfsrParams = LfsrParams()
-    clk_hz: int = 250_000_000
+    clk_hz: int = 156_250_000
     byte_width: int = 24
 
     def __post_init__(self):

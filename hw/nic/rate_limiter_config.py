@@ -42,7 +42,7 @@ CONV_FRAC = 24
 @dataclass(frozen=True)
 class RateLimiterConfig(BlockConfig):
     flows: int = 4
-    clk_hz: int = 250_000_000
+    clk_hz: int = 156_250_000
     line_rate_mbps: int = 100_000
     min_rate_mbps: int = 1
     len_width: int = 14

@@ -529,7 +529,8 @@ class DcqcnParams:
         check_choice(self, "profile", self.profile, DCQCN_PROFILES)
         # the knobs' own ranges (a ConfigError names the knob); the rates against the NIC's
         # line rate when a flow is built (runner.check, before any run)
-        DcqcnRpConfig.profile(self.profile, line_rate_mbps=1_600_000, **self.rp_knobs())
+        DcqcnRpConfig.profile(self.profile, clk_hz=250_000_000, line_rate_mbps=1_600_000,
+                              **self.rp_knobs())
         check_int(self, "kmin_bytes", self.kmin_bytes, 0, (1 << 24) - 1)
         check_int(self, "kmax_bytes", self.kmax_bytes, self.kmin_bytes + 1, (1 << 24) - 1,
                   lo_name="kmin_bytes + 1")
@@ -543,14 +544,15 @@ class DcqcnParams:
         """The reaction-point knobs set in the scenario (over the profile's values)."""
         return {f: getattr(self, f) for f in RP_KNOBS if getattr(self, f) is not None}
 
-    def rp_config(self, line_rate_mbps: int) -> DcqcnRpConfig:
-        """The profile at the NIC's line rate with the scenario's knobs; the profile's minimum
-        rate is capped at the line rate, a knob's is not (an error if above it)."""
+    def rp_config(self, line_rate_mbps: int, clk_hz: int) -> DcqcnRpConfig:
+        """The profile at the NIC's line rate and the simulator's engine clock (timers in its
+        cycles) with the scenario's knobs; the profile's minimum rate is capped at the line
+        rate, a knob's is not (an error if above it)."""
         knobs = self.rp_knobs()
         base = DcqcnRpConfig.profile(self.profile)
         max_rate = min(knobs.pop("rpg_max_rate", 0) or line_rate_mbps, line_rate_mbps)
         min_rate = knobs.pop("rpg_min_rate", min(base.rpg_min_rate, max_rate))
-        return base.replace(line_rate_mbps=line_rate_mbps, rpg_min_rate=min_rate,
+        return base.replace(clk_hz=clk_hz, line_rate_mbps=line_rate_mbps, rpg_min_rate=min_rate,
                             rpg_max_rate=0 if max_rate == line_rate_mbps else max_rate, **knobs)
 
 
@@ -585,7 +587,7 @@ class DcqcnSenderEndpoint(_RateSender):
 
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
-        cfg = net.params.rp_config(line)
+        cfg = net.params.rp_config(line, 10**12 // net.clk_ps)
         super().__init__(net, spec, host, dcqcn_model.DcqcnRpModel(cfg), line)
 
     def _rate(self) -> int:
@@ -657,15 +659,17 @@ class QcnParams:
 
     def __post_init__(self):
         self.cp(1000)
-        self.rp(100_000)
+        self.rp(100_000, 250_000_000)
         check_int(self, "ack_every", self.ack_every, 1, 1024)
         check_int(self, "rto_ns", self.rto_ns, 1000, 10**10)
 
     def cp(self, mtu: int) -> QcnCpConfig:
         return QcnCpConfig(q_eq=self.q_eq_bytes, w=self.w)
 
-    def rp(self, line_rate_mbps: int) -> QcnRpConfig:
-        return QcnRpConfig(line_rate_mbps=line_rate_mbps, min_rate_mbps=self.min_rate_mbps,
+    def rp(self, line_rate_mbps: int, clk_hz: int) -> QcnRpConfig:
+        """The reaction point at the NIC's line rate and the simulator's engine clock."""
+        return QcnRpConfig(clk_hz=clk_hz, line_rate_mbps=line_rate_mbps,
+                           min_rate_mbps=self.min_rate_mbps,
                            ai_rate_mbps=self.ai_rate_mbps, hai_rate_mbps=self.hai_rate_mbps,
                            gd=self.gd, byte_reset=self.byte_reset,
                            time_reset_us=self.time_reset_us)
@@ -676,7 +680,7 @@ class QcnSenderEndpoint(_RateSender):
 
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
-        cfg = net.params.rp(line)
+        cfg = net.params.rp(line, 10**12 // net.clk_ps)
         cfg = cfg.replace(lfsr=net.seeded(cfg.lfsr, "rp", spec.flow_id))
         super().__init__(net, spec, host, qcn_model.QcnRpModel(cfg), line)
 
