@@ -58,7 +58,7 @@ def test_same_flow_spaced_by_latency(L):
     taken = sorted(h.taken["tx"] + h.taken["cn"])
     # the flow's own timer pops (re-evaluations of its parked deadline) take its turn too
     pops = [c for c in h.model.issue_log if c[1] == 2 and taken[0] <= c[0] <= taken[-1]]
-    gaps = {b - a for a, b in zip(taken, taken[1:])}
+    gaps = {b - a for a, b in zip(taken[:-1], taken[1:], strict=True)}
     assert len(taken) == 60 and taken[-1] - taken[0] == (59 + len(pops)) * L
     assert min(gaps) == L
     assert h.model.flows[5].algo["cnt"] == 60

@@ -18,8 +18,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..layouts.common import csr_write_layout
 from ..lib.arith import delayed, named_wire
-from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
 from ..params import ConfigError
+from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
 from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH, CSR_DATA_WIDTH, FlowEngineConfig
 from .timer_wheel_config import INSERT_LATENCY
 
@@ -431,18 +431,25 @@ class FlowEngine(wiring.Component):
         wake = s3_wake
         R = reeval(L)
         dists = [Signal(W, name=f"wake_d{i}") for i in range(len(cands))]
-        for d, c in zip(dists, cands):
+        for d, c in zip(dists, cands, strict=True):
             m.d.comb += d.eq(wake - c.q_dl)
         earlier = select([d[W - 1] for d in dists], "earlier")
         close = select([~d[W - 1] & (d != 0) & (d < R) for d in dists], "close")
         ins = named_wire(m, "ins", s3_valid & (q_cnt1 != MAX_ENTRIES)
                          & (force | (s3_wake_valid & (~q_valid1 | earlier | close))))
         target = named_wire(m, "target", Mux(force, s3_t, wake), width=W)
+        # The wheel places an entry no earlier than INSERT_LATENCY cycles after its insert (this
+        # cycle, s3_t + WB): the live entry's recorded pop time is that, so the re-evaluation
+        # rule above compares against when it will really pop.  (A WRITE's target, s3_t, is
+        # always nearer; a wake may be.)
+        soonest = named_wire(m, "soonest", s3_t + WB + INSERT_LATENCY, width=W)
+        wake_far = named_wire(m, "wake_far", time_le(soonest, wake, W))
+        placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
         word_w = Signal(word_lay)
         m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en)]
         with m.If(ins):
             m.d.comb += [word_w.q_valid.eq(1), word_w.q_gen.eq(q_in.q_gen + 1),
-                         word_w.q_dl.eq(target), word_w.q_cnt.eq(q_cnt1 + 1)]
+                         word_w.q_dl.eq(placed), word_w.q_cnt.eq(q_cnt1 + 1)]
         with m.Else():
             m.d.comb += [word_w.q_valid.eq(q_valid1), word_w.q_gen.eq(q_in.q_gen),
                          word_w.q_dl.eq(q_in.q_dl), word_w.q_cnt.eq(q_cnt1)]

@@ -24,15 +24,16 @@ from hw.nic.flow_engine import (
     COUNTERS,
     LATE_BUCKETS,
     MAX_ENTRIES,
-    pipe_depth,
-    reeval,
-    wheel_margin,
     WHEEL_STATS,
     Src,
     engine_layouts,
     late_bucket,
+    pipe_depth,
+    reeval,
+    wheel_margin,
 )
 from hw.nic.flow_engine_config import COUNTER_BASE, CSR_DATA_WIDTH, FlowEngineConfig
+from hw.nic.timer_wheel_config import INSERT_LATENCY
 
 from .flow_datapath import FlowDatapathModel, time_le_int
 from .timer_wheel import TimerWheelModel
@@ -260,7 +261,9 @@ class FlowEngineModel:
             target = t if force else wake
             f.q_gen = (f.q_gen + 1) & 3
             f.q_valid = 1
-            f.q_dl = target
+            # the wheel places it no earlier than INSERT_LATENCY after the insert (write-back)
+            soonest = (t + pipe_depth(self.latency) + INSERT_LATENCY) & mask
+            f.q_dl = target if time_le_int(soonest, target, W) else soonest
             f.q_cnt += 1
             ins = (flow, f.q_gen, target)
         else:

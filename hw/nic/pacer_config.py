@@ -1,0 +1,104 @@
+"""Configuration of the multi-flow pacer (:mod:`hw.nic.pacer`), a datapath of the multi-flow
+engine (:mod:`hw.nic.flow_engine`).
+
+One frozen, validated :class:`PacerConfig` sizes the engine (flows, time width, wheel) and the
+pacer's per-flow fields.  Times are in clock cycles; an inter-packet interval is an unsigned
+fixed-point number of cycles with ``frac_bits`` fraction bits (UQ ``ival_int_bits``.``frac_bits``).
+The rate -> interval conversion is the writer's (a CSR or the rate engine that feeds the pacer):
+:meth:`PacerConfig.interval_for` is the documented one (rounded up, so a flow never exceeds its
+rate).  docs/pacer.md describes the design.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..params import BlockConfig, ConfigError, check_int
+from .flow_engine import reeval
+from .flow_engine_config import CSR_DATA_WIDTH, FlowEngineConfig
+
+__all__ = ["PacerConfig", "MIN_INTERVAL"]
+
+#: The shortest interval (cycles) a flow is paced at with lateness 0: a grant's next deadline is
+#: inserted into the wheel at the grant's write-back and can pop REEVAL = 7 cycles after the
+#: grant at the earliest (a one-cycle datapath: pipeline 3 + wheel insert latency 4).  Shorter
+#: intervals are served at one grant per 7 cycles (156.25 MHz / 7 = 22.3 M grants/s per flow).
+MIN_INTERVAL = reeval(1)
+
+
+@dataclass(frozen=True)
+class PacerConfig(BlockConfig):
+    """Pacer sizing.
+
+    engine: the multi-flow engine (flows, ``time_width`` W, wheel, output FIFO);
+    frac_bits: F, fraction bits of an interval and of a deadline (1 ... 24);
+    ival_int_bits: integer bits of an interval (1 ... W - 2: every deadline must stay within
+      2**(W-2) cycles of now for the wrap-safe compares);
+    backlog_width: bits of the per-flow backlog (packets waiting; saturating);
+    count_width: bits of the packet count of one ``tx`` event (1 ... backlog_width);
+    grant_width: bits of the per-flow grant counter (the ``rate`` output value; 2 ... 32).
+    """
+
+    engine: FlowEngineConfig = FlowEngineConfig()
+    frac_bits: int = 16
+    ival_int_bits: int = 24
+    backlog_width: int = 16
+    count_width: int = 8
+    grant_width: int = 16
+
+    def __post_init__(self):
+        if not isinstance(self.engine, FlowEngineConfig):
+            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
+        W = self.engine.time_width
+        check_int(self, "frac_bits", self.frac_bits, 1, 24)
+        check_int(self, "ival_int_bits", self.ival_int_bits, 1, W - 2,
+                  hi_name="engine.time_width - 2")
+        check_int(self, "backlog_width", self.backlog_width, 1, 32)
+        check_int(self, "count_width", self.count_width, 1, self.backlog_width,
+                  hi_name="backlog_width")
+        check_int(self, "grant_width", self.grant_width, 2, 32)
+
+    # -- derived -------------------------------------------------------------------------
+    @property
+    def ival_width(self) -> int:
+        """Bits of an interval: ``ival_int_bits + frac_bits``."""
+        return self.ival_int_bits + self.frac_bits
+
+    @property
+    def next_width(self) -> int:
+        """Bits of a deadline: ``time_width + frac_bits``."""
+        return self.engine.time_width + self.frac_bits
+
+    @property
+    def init_reg_width(self) -> int:
+        """Bits of the ``ival_init`` register (the interval START/RESET load), at most the
+        register file's 32."""
+        return min(CSR_DATA_WIDTH, self.ival_width)
+
+    @property
+    def max_interval(self) -> int:
+        """The largest interval, in UQ.F units."""
+        return (1 << self.ival_width) - 1
+
+    def state_bits(self) -> int:
+        """Bits of the pacer's per-flow state (the engine adds its own 7 + W)."""
+        return (self.grant_width + self.backlog_width + 1 + self.next_width
+                + self.ival_width)
+
+    def interval_for(self, rate_bps: float, packet_bytes: int) -> int:
+        """The interval (UQ.F cycles) of ``packet_bytes``-byte packets at ``rate_bps``: the
+        exact ``clk_hz x 8 x packet_bytes / rate`` rounded UP to the next 2**-F cycle (so the
+        flow never exceeds its rate; relative rate error < 2**-F / interval).  Raises a
+        :class:`ConfigError` if it does not fit ``ival_int_bits``."""
+        if (isinstance(rate_bps, bool) or not isinstance(rate_bps, (int, float))
+                or not math.isfinite(rate_bps) or rate_bps <= 0):
+            raise ConfigError(self, "rate_bps", rate_bps, "a finite rate > 0")
+        check_int(self, "packet_bytes", packet_bytes, 1, 1 << 20)
+        exact = Fraction(self.engine.clk_hz * 8 * packet_bytes) / Fraction(rate_bps)
+        units = math.ceil(exact * (1 << self.frac_bits))
+        if units > self.max_interval:
+            raise ConfigError(self, "rate_bps", rate_bps,
+                              f"an interval below 2**{self.ival_int_bits} cycles")
+        return units

@@ -1,0 +1,273 @@
+"""Golden model of the multi-flow pacer (:class:`hw.nic.pacer.PacerDatapath`) and its ideal
+reference.
+
+:class:`PacerDatapathModel` is the per-flow update in plain ints (used by
+:class:`sim.models.flow_engine.FlowEngineModel`, as the toy, DCQCN and QCN models are): the same
+rules as the RTL, written independently from its docstring.  :func:`ideal_times` is the
+reference it is checked against: the k-th grant (k = 0, 1, ...) of a flow armed at ``t0`` with
+a constant interval I (UQ.F cycles) is due at exactly ``t0 + k x I`` (rational arithmetic), and
+is granted at the cycle ``ceil(t0 + k x I)`` when its lateness is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from hw.nic.flow_datapath import EventKind
+from hw.nic.pacer import PacerDatapath
+
+from .flow_datapath import FlowDatapathModel, ModelOut, time_le_int
+
+__all__ = ["PacerDatapathModel", "ideal_time", "ideal_times", "GrantLog"]
+
+
+class PacerDatapathModel(FlowDatapathModel):
+    """The pacer datapath, in ints (state fields: grants, backlog, armed, next, ival)."""
+
+    def __init__(self, rtl: PacerDatapath):
+        super().__init__(rtl)
+        cfg = rtl.config
+        self.F = cfg.frac_bits
+        self.nmask = (1 << cfg.next_width) - 1
+        self.bl_max = (1 << cfg.backlog_width) - 1
+        self.g_max = (1 << cfg.grant_width) - 1
+        self.cn_ival_mask = (1 << cfg.ival_width) - 1
+        self.fields = [name for name, _ in rtl.state_layout]
+
+    def init_state(self, regs):
+        state = {name: 0 for name in self.fields}
+        state["ival"] = regs["ival_init"]
+        return state
+
+    def update(self, regs, state, kind, payload, t):
+        W, F = self.time_width, self.F
+        wmask = (1 << W) - 1
+        s = dict(state)
+        tb = (t << F) | ((1 << F) - 1)          # t as a biased deadline
+
+        def due_at(nxt):
+            return time_le_int(nxt >> F, t, W)
+
+        # 1. the due timer
+        g1 = g2 = False
+        late = 0
+        if s["armed"] and due_at(s["next"]):
+            if s["backlog"]:
+                g1 = True
+                late = (t - (s["next"] >> F)) & wmask
+                s["backlog"] -= 1
+                s["next"] = (s["next"] + s["ival"]) & self.nmask
+            else:
+                s["armed"] = 0
+        # 2. the event
+        if kind == EventKind.TX:
+            n = payload
+            if s["backlog"] == 0 and n:
+                future = s["armed"] and not due_at(s["next"])
+                if not future:
+                    s["next"] = tb
+                s["armed"] = 1
+            s["backlog"] = min(s["backlog"] + n, self.bl_max)
+        elif kind == EventKind.CN:
+            new = payload & self.cn_ival_mask
+            if s["armed"]:
+                cand = (s["next"] + new - state["ival"]) & self.nmask
+                s["next"] = cand if not due_at(cand) else tb
+            s["ival"] = new
+        # 3. a grant caused by the event
+        if not g1 and s["armed"] and s["backlog"] and due_at(s["next"]):
+            g2 = True
+            late = (t - (s["next"] >> F)) & wmask
+            s["backlog"] -= 1
+            s["next"] = (s["next"] + s["ival"]) & self.nmask
+        if g1 or g2:
+            s["grants"] = 1 if s["grants"] == self.g_max else s["grants"] + 1
+        wake = (s["next"] >> F) if s["armed"] else None
+        return ModelOut(s, wake, g1 or g2, late)
+
+
+# -- the ideal reference ------------------------------------------------------------------------
+
+def ideal_time(t0: int, ival: int, frac_bits: int, k: int) -> Fraction:
+    """The exact ideal time of grant k of a flow armed at ``t0`` with interval ``ival`` (UQ.F)."""
+    return t0 + k * Fraction(ival, 1 << frac_bits)
+
+
+def ideal_times(t0: int, ival: int, frac_bits: int, count: int) -> list[int]:
+    """The cycles of the first ``count`` grants when none is late: ``ceil(t0 + k x I)``."""
+    return [math.ceil(ideal_time(t0, ival, frac_bits, k)) for k in range(count)]
+
+
+class GrantLog:
+    """Collects grants from a :class:`~sim.models.flow_engine.FlowEngineModel` running the
+    pacer: call :meth:`take` with each cycle's ``rate`` payload that was taken.  With the
+    ``rate`` stream always ready, a grant issued at cycle c is on ``rate`` at c + 4 (the engine's
+    latency), so its cycle is the record's cycle - 4."""
+
+    LATENCY = 4
+
+    def __init__(self, engine_model):
+        lay = engine_model.lay["rate"]
+        self.fmask = (1 << lay["flow"].width) - 1
+        self.shift = lay["rate"].offset
+        self.times: dict[int, list[int]] = {}
+
+    def take(self, cycle: int, payload: int) -> None:
+        flow, value = payload & self.fmask, payload >> self.shift
+        if value:                      # 0: START/RESET, not a grant
+            self.times.setdefault(flow, []).append(cycle - self.LATENCY)
+
+
+# -- measurements (python -m sim.models.pacer) ---------------------------------------------------
+
+def _engine(cfg):
+    from .flow_engine import FlowEngineModel
+    m = FlowEngineModel(cfg.engine, PacerDatapathModel(PacerDatapath(cfg)))
+    m.log_issue = False
+    return m
+
+
+def _prefill(m, cfg, intervals, starts):
+    """START each flow, write its interval, a backlog of 2**backlog_width - 1 packets and its
+    first send time (``starts``), then arm it: ctl events only, no TX (always backlogged)."""
+    from hw.nic.flow_datapath import CtlOp
+    F = cfg.frac_bits
+    ctl = []
+    for f, (iv, t0) in enumerate(zip(intervals, starts, strict=True)):
+        ctl += [(f, CtlOp.START, 0, 0), (f, CtlOp.WRITE, 4, iv),
+                (f, CtlOp.WRITE, 1, (1 << cfg.backlog_width) - 1),
+                (f, CtlOp.WRITE, 3, (t0 << F) | ((1 << F) - 1)), (f, CtlOp.WRITE, 2, 1)]
+    return ctl
+
+
+def measure_load(n_flows=1024, line_bps=100e9, packet_bytes=1024, cycles=400_000, seed=1,
+                 spread=1.0):
+    """The pacing error at a realistic load: ``n_flows`` flows, always backlogged, at rates
+    drawn log-normally (sigma ``spread``) and scaled to sum to ``line_bps`` (at least 1 Mb/s
+    each) with ``packet_bytes`` packets, each from a random phase of its interval; the engine's
+    default sizing (W = 26, 65536-slot wheel, 32768-cycle horizon).  Returns a dict of figures; the
+    error of a grant is its cycle minus its exact ideal time t0 + k I (Fraction)."""
+    import random
+    from collections import Counter
+
+    from hw.nic.flow_engine_config import FlowEngineConfig
+    from hw.nic.pacer_config import PacerConfig
+
+    rng = random.Random(seed)
+    cfg = PacerConfig(engine=FlowEngineConfig(n_flows=n_flows))
+    weights = [rng.lognormvariate(0, spread) for _ in range(n_flows)]
+    total = sum(weights)
+    # (a floor of 1 Mb/s: an interval must stay below 2**24 cycles)
+    rates = [max(1e6, line_bps * w / total) for w in weights]
+    intervals = [cfg.interval_for(r, packet_bytes) for r in rates]
+    F = cfg.frac_bits
+    # the first send times come after the set-up: 5 ctl events per flow, and each WRITE is
+    # re-evaluated by a pop of its own, which goes before the ctl stream
+    begin = 16 * n_flows + 1000
+    starts = [begin + rng.randrange(max(1, iv >> F)) for iv in intervals]
+    m = _engine(cfg)
+    log = GrantLog(m)
+    ctl = _prefill(m, cfg, intervals, starts)
+    for c in range(cycles):
+        o = m.step(ctl=ctl[0] if ctl else None)
+        if ctl and o.ctl_ready:
+            ctl.pop(0)
+            assert ctl or c < begin - 20, "set-up not finished before the first send time"
+        if o.rate is not None:
+            log.take(c, o.rate)
+    # the counters count a grant at its write-back (issue + 3), the log at its output (+ 4):
+    # one more cycle of outputs makes them cover the same grants
+    counters = dict(m.counters)
+    o = m.step()
+    if o.rate is not None:
+        log.take(cycles, o.rate)
+    rounded = Counter()      # cycle - ceil(ideal): the engine's lateness
+    exact = []               # cycle - ideal (rational), as floats
+    for f, times in log.times.items():
+        for k, c in enumerate(times):
+            ideal = ideal_time(starts[f], intervals[f], F, k)
+            rounded[c - math.ceil(ideal)] += 1
+            exact.append(float(c - ideal))
+    exact.sort()
+    n = len(exact)
+    assert n == counters["expiries"]
+    assert sum(k * v for k, v in rounded.items()) == counters["late_sum"]
+
+    def pct(p):
+        return exact[min(n - 1, int(p * n))]
+    line_pps = line_bps / (8 * packet_bytes)
+    return {"flows": n_flows, "cycles": cycles, "grants": n,
+            "grants_per_clock": n / (cycles - begin),
+            "offered_pps": line_pps, "grant_capacity_pps": cfg.engine.clk_hz,
+            "engine_share": line_pps / cfg.engine.clk_hz,
+            "late": dict(sorted(rounded.items())),
+            "late_max": counters["late_max"],
+            "on_time": rounded[0] / n,
+            "error_mean": sum(exact) / n, "error_p50": pct(0.5), "error_p99": pct(0.99),
+            "error_p999": pct(0.999), "error_max": exact[-1],
+            "timer_pops": counters["ev_timer"], "stale_pops": counters["stale_pops"],
+            "wheel_max_occupancy": m.wheel.out.max_occupancy,
+            "max_interval_cycles": max(intervals) / (1 << F),
+            "min_interval_cycles": min(intervals) / (1 << F)}
+
+
+def measure_saturation(n_flows=16, interval=8, grants=50_000):
+    """Grants per clock when the flows ask for more than one per clock (``n_flows`` flows at
+    ``interval`` cycles, always backlogged, all due together at first)."""
+    from hw.nic.flow_engine_config import FlowEngineConfig
+    from hw.nic.pacer_config import PacerConfig
+
+    cfg = PacerConfig(engine=FlowEngineConfig(n_flows=n_flows, time_width=18,
+                                              wheel_horizon=4096, wheel_slots=8192),
+                      ival_int_bits=16)
+    m = _engine(cfg)
+    log = GrantLog(m)
+    begin = 6 * n_flows + 100
+    ctl = _prefill(m, cfg, [interval << cfg.frac_bits] * n_flows, [begin] * n_flows)
+    got = 0
+    c = 0
+    while got < grants:
+        o = m.step(ctl=ctl[0] if ctl else None)
+        if ctl and o.ctl_ready:
+            ctl.pop(0)
+        if o.rate is not None:
+            log.take(c, o.rate)
+            got += 1
+        c += 1
+    per = [len(log.times[f]) for f in range(n_flows)]
+    return {"grants": got, "cycles": c - begin - 4, "grants_per_clock": got / (c - begin - 4),
+            "per_flow_min": min(per), "per_flow_max": max(per)}
+
+
+def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m sim.models.pacer",
+                                 description="pacer figures (cycle-accurate model)")
+    ap.add_argument("--flows", type=int, default=1024)
+    ap.add_argument("--cycles", type=int, default=400_000)
+    ap.add_argument("--spread", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    s = measure_saturation()
+    print(f"saturation: 16 flows at 8 cycles: {s['grants']} grants in {s['cycles']} cycles = "
+          f"{s['grants_per_clock']:.4f} grants per clock, per flow {s['per_flow_min']} ... "
+          f"{s['per_flow_max']}")
+    r = measure_load(n_flows=a.flows, cycles=a.cycles, seed=a.seed, spread=a.spread)
+    print(f"load: {r['flows']} flows, 100 Gb/s of 1 KB packets = {r['offered_pps'] / 1e6:.2f} M "
+          f"packets/s against {r['grant_capacity_pps'] / 1e6:.2f} M grants/s "
+          f"({r['engine_share']:.2%} of the grant slots); intervals "
+          f"{r['min_interval_cycles']:.1f} ... {r['max_interval_cycles']:.0f} cycles")
+    print(f"  {r['grants']} grants in {r['cycles']} cycles ({r['grants_per_clock']:.4f} per "
+          f"clock), {r['timer_pops']} timer pops, wheel max occupancy "
+          f"{r['wheel_max_occupancy']}")
+    print(f"  lateness (cycles after ceil(ideal)): on time {r['on_time']:.3%}, max "
+          f"{r['late_max']}, histogram {r['late']}")
+    print(f"  error vs the exact ideal time (cycles): mean {r['error_mean']:.3f}, p50 "
+          f"{r['error_p50']:.3f}, p99 {r['error_p99']:.3f}, p99.9 {r['error_p999']:.3f}, max "
+          f"{r['error_max']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
