@@ -19,9 +19,9 @@ import pytest
 from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.dcqcn_engine import DcqcnDatapath
 from hw.nic.flow_datapath import CtlOp
-from hw.nic.flow_engine import COUNTERS, LATE_BUCKETS, WHEEL_STATS
+from hw.nic.flow_engine import COUNTERS, LATE_BUCKETS, WHEEL_STATS, pipe_depth
 from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig
-from hw.nic.qcn_engine import QcnDatapath
+from hw.nic.qcn_engine import QCN_PIPE_LATENCY, QcnDatapath
 from hw.nic.qcn_rp_config import QcnRpConfig
 from sim.models.dcqcn import DcqcnDatapathModel
 from sim.models.qcn import QcnDatapathModel
@@ -34,8 +34,13 @@ W = 10
 N = 16
 
 
-def engine_config(**kw) -> FlowEngineConfig:
+def engine_config(latency: int = 1, **kw) -> FlowEngineConfig:
+    """The small engine; for a pipelined datapath (latency L) the output FIFOs cover its
+    pipeline (L + 4) and the wheel holds 4 entries per flow, so that the input hold margin
+    (L + 7) leaves room for 16 flows' timers."""
     base = dict(n_flows=N, time_width=W, wheel_horizon=128, wheel_slots=256, out_fifo_depth=5)
+    if latency > 1:
+        base.update(out_fifo_depth=latency + 4, wheel_entries_per_flow=4)
     base.update(kw)
     return FlowEngineConfig(**base)
 
@@ -187,13 +192,15 @@ def test_dcqcn_engine_hot_flow_cnp_storm():
 QCN_WRITABLE = ["cr", "tr", "bc", "b_stage", "t_stage", "active", "fresh", "t_on", "t_dl"]
 
 
-def test_qcn_engine_random():
+@pytest.mark.parametrize("latency", [1, QCN_PIPE_LATENCY])
+def test_qcn_engine_random(latency):
     """QCN on the engine (jittered reloads: ONE engine-wide LFSR drawn in the order the engine
     applies updates): random events with hot flows, CNMs with random Fb, WRITEs of every field
-    in flight, register writes, back-pressure: every output, every cycle."""
-    dp = QcnDatapath(QCN_BUILD, W)
+    in flight, register writes, back-pressure: every output, every cycle; the one-cycle and
+    the pipelined datapath."""
+    dp = QcnDatapath(QCN_BUILD, W, latency=latency)
     rng = random.Random(f"{SEED}-qcn")
-    h = Harness(engine_config(), dp, seed=SEED, model_dp=QcnDatapathModel)
+    h = Harness(engine_config(latency), dp, seed=SEED, model_dp=QcnDatapathModel)
     h.p_valid = {"tx": 0.75, "cn": 0.5, "ctl": 0.5, "csr_w": 0.5}
     h.p_rate_ready, h.p_rd_ready = 0.7, 0.6
 
@@ -278,7 +285,8 @@ def test_dcqcn_engine_write_storm():
 
 # -- with lateness 0, every flow's rate trajectory is the single-flow model's ------------------
 
-def _single_flow_trajectories(h: Harness, flows, single, tx_ev, cn_ev, idle, start_cycle):
+def _single_flow_trajectories(h: Harness, flows, single, tx_ev, cn_ev, idle, start_cycle,
+                              shift=4):
     """Replay each flow's events, at the cycles the engine issued them, through its own
     single-flow counter model (``single()``); return {flow: [(cycle + 4, rate)]} of every change
     of its rate from ``start_cycle`` on: the ``rate`` outputs the engine must have produced."""
@@ -297,14 +305,16 @@ def _single_flow_trajectories(h: Harness, flows, single, tx_ev, cn_ev, idle, sta
             s = model.step(ev[cycle]) if cycle in ev else idle(model)
             r = s.rc if hasattr(s, "rc") else s.cr
             if r != rate:
-                got.append((cycle + 4, r))
+                got.append((cycle + shift, r))
                 rate = r
         out[f] = got
     return out
 
 
-@pytest.mark.parametrize("algo", ["dcqcn", "qcn"])
-def test_lateness_zero_equals_single_flow_model(algo):
+# (one-cycle datapaths: a pipelined one delays a hot flow's pops by up to L - 1 cycles, so its
+# flows are rarely all on time; its exactness is the RTL = model runs above)
+@pytest.mark.parametrize("algo,latency", [("dcqcn", 1), ("qcn", 1)])
+def test_lateness_zero_equals_single_flow_model(algo, latency):
     """Six flows, each hot in turn (the same flow every cycle for 100 events, then all six
     mixed), outputs always ready, no register writes: each flow's stream of ``rate`` outputs is
     exactly its single-flow counter model's (DcqcnRpModel / QcnRpModel, jitter 0) driven by the
@@ -317,16 +327,18 @@ def test_lateness_zero_equals_single_flow_model(algo):
     if algo == "dcqcn":
         cfg = DCQCN_BUILD
         dp, dpm = DcqcnDatapath(cfg, W), DcqcnDatapathModel
+        assert latency == 1
         single, tx_ev, cn_ev = (lambda: DcqcnRpModel(cfg)), DcqcnTx, (lambda _: DcqcnCnp())
         idle = lambda m: m.step(None)      # noqa: E731
     else:
         cfg = QCN_BUILD.replace(jitter=0.0)
-        dp, dpm = QcnDatapath(cfg, W), QcnDatapathModel
+        dp, dpm = QcnDatapath(cfg, W, latency=latency), QcnDatapathModel
         single, tx_ev, cn_ev = (lambda: QcnRpModel(cfg)), QcnTx, QcnCnm
         idle = lambda m: m.idle(1)          # noqa: E731
     rng = random.Random(f"{SEED}-single-{algo}")
-    h = Harness(engine_config(), dp, seed=SEED, model_dp=dpm)
+    h = Harness(engine_config(latency), dp, seed=SEED, model_dp=dpm)
     h.taken_items = {"tx": [], "cn": []}
+    shift = pipe_depth(latency) + 1          # accepted at c, on ``rate`` at c + shift
     flows = [9, 2, 14, 5, 11, 0]
 
     async def body(ctx):
@@ -359,10 +371,11 @@ def test_lateness_zero_equals_single_flow_model(algo):
     updated = [flow for _, src, flow in h.model.issue_log if src != 3]
     late_of = {f: max((late for g, late in zip(updated, lates, strict=True) if g == f),
                       default=0) for f in flows}
-    want = _single_flow_trajectories(h, flows, single, tx_ev, cn_ev, idle, h.start)
+    want = _single_flow_trajectories(h, flows, single, tx_ev, cn_ev, idle, h.start, shift)
     on_time = [f for f in flows if late_of[f] == 0]
     assert len(on_time) >= 3, late_of
     for f in on_time:
-        got = [(cycle, rate) for cycle, flow, rate in h.rates if flow == f and cycle >= h.start + 4]
+        got = [(cycle, rate) for cycle, flow, rate in h.rates
+               if flow == f and cycle >= h.start + shift]
         assert got == want[f], (algo, f, got[:5], want[f][:5])
         assert len(got) > 10

@@ -33,9 +33,10 @@ class FlowEngineConfig(BlockConfig):
       stay below that);
     clk_hz: the clock (156.25 MHz, the 10GbE MAC clock of a 64-bit datapath);
     wheel_horizon / wheel_slots: the timer wheel (horizon in cycles; slots a power of two);
-    out_fifo_depth: depth of the ``rate`` and ``rd`` output FIFOs (>= 5: three events in
-      flight, one entry written last cycle and one for the event issued now, so a depth of 5
-      sustains one event per clock while the consumer takes one output per clock);
+    out_fifo_depth: depth of the ``rate`` and ``rd`` output FIFOs (>= the datapath's latency
+      + 4: latency + 2 events in flight, one entry written last cycle and one for the event
+      issued now, so that depth sustains one event per clock while the consumer takes one
+      output per clock; the engine checks it);
     wheel_entries_per_flow: wheel capacity reserved per flow (the wheel's capacity rule
       ``wheel_slots >= wheel_horizon + n_flows x wheel_entries_per_flow + 32`` is checked).
     """
@@ -45,7 +46,7 @@ class FlowEngineConfig(BlockConfig):
     clk_hz: int = 156_250_000
     wheel_horizon: int = 32768
     wheel_slots: int = 65536
-    out_fifo_depth: int = 8
+    out_fifo_depth: int = 16
     wheel_entries_per_flow: int = 2
 
     def __post_init__(self):

@@ -13,19 +13,23 @@ per reload draw, in the order the engine applies events.  The bit-exact model is
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
+from types import SimpleNamespace
 
-from amaranth.hdl import Const, Module, Mux, Signal
-from amaranth.lib import data
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
 
-from ..lib.arith import named_wire, umax, umin
+from ..lib.arith import named_wire, umin
 from ..params import BlockConfig, ConfigError, check_int
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
 from .qcn_rp_config import MDF_FRAC, STAGE_MAX, QcnRpConfig
 
 __all__ = ["QcnDatapath", "QcnEngineConfig", "qcn_flow_state_layout", "qcn_register_list",
-           "qcn_engine"]
+           "qcn_engine", "QcnDatapathTop", "QCN_PIPE_LATENCY"]
 
 STAGE_BITS = 8
 
@@ -71,20 +75,32 @@ class QcnDatapath(FlowDatapath):
         the configured period, ``draw_bits``, the LFSR) and the registers' reset values.
     time_width : int
         W, bits of the deadline (>= the timer width + 2).
+    latency : int
+        1 (default): the update is combinational.  2 ... 7: the same function (every
+        :class:`DatapathOut` field, every state, event and register value) in that many
+        clock cycles, a feed-forward pipeline (the engine's ``latency > 1`` contract, see
+        :mod:`hw.nic.flow_datapath`); :data:`QCN_PIPE_LATENCY` (6) is the build for
+        156.25 MHz on ECP5 speed 6 (stages S1 | S2 | S3 | S4 | S5 | S6 + S7, see
+        :meth:`_update`).
 
     Interface (the :mod:`hw.nic.flow_datapath` protocol): state :func:`qcn_flow_state_layout`
     (117 bits at the defaults, W = 26); CN payload ``fb`` (6 bits); TX payload ``byte_width``
     bits; registers :func:`qcn_register_list`; rate field ``cr``.  One update per clock.  The
     LFSR register lives here: ``build(..., valid=...)`` advances it when the update is applied
-    and draws (a CNM, a byte cycle or a timer cycle); the reload values depend only on the
-    LFSR and the registers, so their multipliers are outside the per-flow state loop.
+    and draws (a CNM, a byte cycle or a timer cycle): its own one-cycle loop, in the modify
+    cycle of S2 (the second when S1 is registered, ``lfsr_lag``), which the updates pass one
+    per cycle in the order the engine applies them, so the draws are in the same order at
+    every latency; the draw is carried to the reloads.
     """
 
     name = "qcn"
 
-    def __init__(self, config: QcnRpConfig, time_width: int = 26):
+    def __init__(self, config: QcnRpConfig, time_width: int = 26, *, latency: int = 1):
         if not isinstance(config, QcnRpConfig):
             raise TypeError(f"QcnDatapath needs a QcnRpConfig, not {config!r}")
+        if latency not in _CUTS:
+            raise ConfigError(self, "latency", latency, f"one of {sorted(_CUTS)}")
+        self.latency = latency
         check_int(self, "time_width", time_width, config.timer_width + 2, 40,
                   lo_name=f"the timer width + 2 ({config.timer_width} + 2)")
         self.config = config
@@ -106,84 +122,253 @@ class QcnDatapath(FlowDatapath):
 
     def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
               valid=None) -> DatapathOut:
-        cfg, W, RW = self.config, self.time_width, self.config.rate_width
-        D = cfg.draw_bits
-        s, r = state, regs
-        n = Signal(self.state_layout, name="qcn_next")
-        m.d.comb += n.eq(s)
+        return self._update(m, _Stages(m, _CUTS[self.latency]), state=state, kind=kind,
+                            tx_bytes=tx_bytes, cn=cn, t=t, regs=regs, pre=pre,
+                            valid=Const(0) if valid is None else valid)
+
+    def _update(self, m: Module, stage, *, state, kind, tx_bytes, cn, t, regs, pre,
+                valid) -> DatapathOut:
+        """The update, written once.  ``v = stage(v)`` at each cut point registers every live
+        value (the namespace ``v``) in a pipelined build and is the identity in the
+        combinational one.  A product is a list of rows (:func:`_product`: one ``a * b`` when
+        combinational, else the shifted copies of ``a`` its bits select), reduced to two rows
+        by carry-save adders (:func:`_csa`, nothing when combinational) and added up
+        (:func:`_sum`) at a later stage.  The run-time registers are read in any stage
+        (constant while updates are in flight).  Each cycle of the 6-cycle build is at most
+        a carry chain and two LUT levels, or about four LUT levels (3:2 compressors); a
+        compare is the sign of a difference (:func:`_gt`)."""
+        cfg, W, RW, D = self.config, self.time_width, self.config.rate_width, self.config.draw_bits
+        BW, TW = cfg.byte_width, len(regs.time_lo)
+        s, r, F = state, regs, regs.threshold
+        split = stage.pipelined
+        WA = RW + STAGE_BITS + 3        # TR0 + AI + i HAI (+ CR, - 2 line_rate), signed
 
         def wire(name, expr, width=None):
             return named_wire(m, "qcn_" + name, expr, width)
 
-        # ---- the engine-wide LFSR: the next draw, and the reloads it gives -----------------------
+        def csa(rows, width, levels=None):
+            return _csa(rows, width, levels) if split else rows
+
+        # ---- S1: the event's and the state's compares; the products' first rows ------------
+        v = SimpleNamespace(s=s, t=t, t_1=pre["t_1"], valid=valid)
+        v.cnm = wire("cnm", kind == EventKind.CN)
+        v.tx = wire("tx", (kind == EventKind.TX) & s.active)
+        v.due = wire("due", s.t_on & time_le(s.t_dl, t, W))
+        v.byte_cycle = wire("byte_cycle", v.tx & ~_gt(s.bc, tx_bytes))    # bytes >= BC
+        v.bc_left = s.bc - tx_bytes
+        v.t_base = Mux(v.cnm, t, s.t_dl)              # the timer restarts from t or reloads
+
+        # the stages against F before and after a step (a stage at 255 holds: no wrap)
+        sb, st = s.b_stage, s.t_stage
+        v.b_open, v.t_open = sb != STAGE_MAX, st != STAGE_MAX
+        v.b_next, v.t_next = (sb + 1)[:STAGE_BITS], (st + 1)[:STAGE_BITS]
+        v.b_ge, v.b_gt, v.b_ge1 = sb >= F, sb > F, sb + 1 >= F
+        v.t_ge, v.t_gt, v.t_ge1 = st >= F, st > F, st + 1 >= F
+        # i = min(stages after the step) - F, used when both are above F, is i0 + 0 or 1
+        v.b_lt, v.t_lt = sb < st, st < sb
+        v.b_f, v.t_f = (sb - F)[:STAGE_BITS], (st - F)[:STAGE_BITS]
+        v.cr10 = (s.cr << 3) + (s.cr << 1)
+        v.fg = s.fresh & r.tr_guard
+        v.cr_line2 = (s.cr + r.line_rate) >> 1
+        v.cr_min = s.cr - r.min_rate
+        v.neg_line = _fit(-r.line_rate, WA)
+        v.cr_neg_line2 = _fit(s.cr - (r.line_rate << 1), WA)
+        v.cut_p = csa(_product(s.cr, cn.fb, split), RW + 6, 2)
+        v.floor_p = csa(_product(s.cr, r.min_dec_fac, split), RW + MDF_FRAC + 1, 2)
+        v = stage(v)
+
+        # ---- S2: which update; the jitter draw; the stages after it; i0 HAI; the guard ----
+        s = v.s
+        # the engine-wide LFSR draws here, one update per cycle in the order the engine applies
+        # them (a draw: a CNM, a byte cycle or a timer cycle); its loop is this one cycle
         lfsr = Signal(cfg.lfsr.width, init=cfg.lfsr.seed, name="qcn_lfsr")
+        self.lfsr = lfsr                              # (the last build's, for the tests)
+        self.lfsr_lag = stage.k                       # cycles after the first modify cycle
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
-        rnd = lfsr_next[:D]
-
-        def reload(lo, span, width):
-            return wire(lo, r[lo] + ((r[span] * rnd) >> D), width)
-
-        BW, TW = cfg.byte_width, len(r.time_lo)
-        byte_full = reload("byte_lo", "byte_span", BW)
-        byte_half = reload("byte_lo_half", "byte_span_half", BW)
-        time_full = reload("time_lo", "time_span", TW)
-        time_half = reload("time_lo_half", "time_span_half", TW)
-
-        # ---- which update -----------------------------------------------------------------
-        cnm = wire("cnm", kind == EventKind.CN)
-        tx = wire("tx", (kind == EventKind.TX) & s.active)
-        due = wire("due", s.t_on & time_le(s.t_dl, t, W))
-        byte_cycle = wire("byte_cycle", tx & (tx_bytes >= s.bc))
-        timer_cycle = wire("timer_cycle", due & ~cnm & ~byte_cycle)
-        F = r.threshold
-        b_stage = wire("b_stage", Mux(byte_cycle & (s.b_stage != STAGE_MAX), s.b_stage + 1,
-                                      s.b_stage), STAGE_BITS)
-        t_stage = wire("t_stage", Mux(timer_cycle & (s.t_stage != STAGE_MAX), s.t_stage + 1,
-                                      s.t_stage), STAGE_BITS)
-
-        # ---- increase ---------------------------------------------------------------------------
-        guard = s.fresh & r.tr_guard & (s.tr > s.cr * 10)
-        tr0 = Mux(guard, s.tr >> 3, s.tr)
-        both_hi = (b_stage > F) & (t_stage > F)
-        any_hi = (b_stage > F) | (t_stage > F)
-        i = (umin(b_stage, t_stage) - F)[:STAGE_BITS]
-        step = Mux(both_hi, i * r.hai_rate, Mux(any_hi, r.ai_rate, 0))
-        tr_inc = wire("tr_inc", umin(tr0 + step, r.line_rate), RW)
-        cr_inc = umin((s.cr + tr_inc) >> 1, r.line_rate)[:RW]
-
-        # ---- cut --------------------------------------------------------------------------------
-        cut = s.cr - ((s.cr * cn.fb) >> r.gd_shift)
-        floor = umax((s.cr * r.min_dec_fac) >> MDF_FRAC, r.min_rate)
-        cr_cut = wire("cr_cut", umax(cut, floor), RW)
-
-        with m.If(cnm):
-            m.d.comb += [
-                n.tr.eq(s.cr), n.cr.eq(cr_cut), n.b_stage.eq(0), n.t_stage.eq(0),
-                n.bc.eq(byte_full), n.active.eq(1), n.fresh.eq(1),
-                n.t_on.eq(1), n.t_dl.eq((t + time_full)[:W]),
-            ]
-        with m.Elif(byte_cycle | timer_cycle):
-            m.d.comb += [n.tr.eq(tr_inc), n.cr.eq(cr_inc), n.fresh.eq(0),
-                         n.b_stage.eq(b_stage), n.t_stage.eq(t_stage)]
-            with m.If(byte_cycle):
-                m.d.comb += n.bc.eq(Mux(b_stage >= F, byte_half, byte_full))
-                with m.If(due):                 # held: fires on the next cycle
-                    m.d.comb += n.t_dl.eq(pre["t_1"])
-            with m.Else():
-                m.d.comb += n.t_dl.eq((s.t_dl + Mux(t_stage >= F, time_half, time_full))[:W])
-                with m.If(tx):
-                    m.d.comb += n.bc.eq(s.bc - tx_bytes)
-        with m.Elif(tx):
-            m.d.comb += n.bc.eq(s.bc - tx_bytes)
-
-        # ---- the LFSR advances once per draw of an applied update ------------------------------
-        draws = cnm | byte_cycle | timer_cycle
-        with m.If((Const(0) if valid is None else valid) & draws):
+        v.rnd = lfsr_next[:D]
+        with m.If(v.valid & (v.cnm | v.byte_cycle | v.due)):
             m.d.sync += lfsr.eq(lfsr_next)
+        v.late = wire("late", (v.t - s.t_dl)[:W])
+        v.timer_cycle = wire("timer_cycle", v.due & ~v.cnm & ~v.byte_cycle)
+        v.expired = wire("expired", v.due & ~v.byte_cycle)
+        db, dt = v.byte_cycle & v.b_open, v.timer_cycle & v.t_open
+        v.b_stage = wire("b_stage", Mux(db, v.b_next, s.b_stage))
+        v.t_stage = wire("t_stage", Mux(dt, v.t_next, s.t_stage))
+        v.b_hi, v.t_hi = Mux(db, v.b_ge, v.b_gt), Mux(dt, v.t_ge, v.t_gt)
+        # which reload a draw gives: a CNM the full ones, a byte / timer cycle the half one
+        # once its stage is at F or above (a stage at 255 is at F or above either way)
+        v.half_b = ~v.cnm & Mux(v.byte_cycle, v.b_ge1, v.b_ge)
+        v.half_t = ~v.cnm & Mux(v.timer_cycle, v.t_ge1, v.t_ge)
+        v.inc_i = (db & v.b_lt) | (dt & v.t_lt)
+        v.step_p = csa(_product(r.hai_rate, Mux(v.b_lt, v.b_f, v.t_f), split), WA, 2)
+        v.gt10 = _gt(s.tr, v.cr10)                    # TR > 10 CR
+        v.cut_prod = _sum(csa(v.cut_p, RW + 6), RW + 6)
+        v.floor_p = csa(v.floor_p, RW + MDF_FRAC + 1)
+        v.cr_line = umin(v.cr_line2, r.line_rate)
+        v = stage(v)
 
-        expired = wire("expired", due & ~byte_cycle)
-        return DatapathOut(next_state=n, wake_valid=n.t_on, wake=n.t_dl, expired=expired,
-                           late=wire("late", (t - s.t_dl)[:W]))
+        # ---- S3: TR + AI'; the reloads' products; the cut's shift ----------------------------
+        s = v.s
+        # step = Mux(both_hi, i * HAI, Mux(any_hi, AI, 0)) = (i0 HAI + inc HAI if both_hi) + AI'
+        both_hi = v.b_hi & v.t_hi
+        ai = Mux(v.b_hi ^ v.t_hi, r.ai_rate, 0)
+        v.tr_ai, v.tr8_ai = s.tr + ai, (s.tr >> 3) + ai
+        v.step_p = [Mux(both_hi, p, 0) for p in
+                    csa([*v.step_p, Mux(v.inc_i, r.hai_rate, 0)], WA)]     # i HAI if both_hi
+        # a reload: lo + (span rnd >> D) = (lo 2**D + span rnd) >> D, mod 2**width
+        v.reload_b_p = csa(_product(Mux(v.half_b, r.byte_span_half, r.byte_span), v.rnd, split,
+                                    plus=[Mux(v.half_b, r.byte_lo_half, r.byte_lo) << D]),
+                           BW + D + 1, 2)
+        v.reload_t_p = csa(_product(Mux(v.half_t, r.time_span_half, r.time_span), v.rnd, split,
+                                    plus=[Mux(v.half_t, r.time_lo_half, r.time_lo) << D]),
+                           TW + D + 1, 2)
+        v.cut_sub = v.cut_prod >> r.gd_shift
+        v.floor0 = _sum(v.floor_p, RW + MDF_FRAC + 1) >> MDF_FRAC
+        v = stage(v)
+
+        # ---- S4: TR0 + step, with CR, against the line rate (rows); the floors ---------------
+        s = v.s
+        tr_step = Mux(v.fg & v.gt10, v.tr8_ai, v.tr_ai)      # TR0 + AI'
+        step = [tr_step, *v.step_p]
+        v.a_p = csa(step, WA)                                  # A = TR0 + step
+        v.a_low_p = csa([*step, v.neg_line], WA)               # A - line
+        v.b_p = csa([*step, s.cr], WA)                         # B = CR + A
+        v.b_low_p = csa([*step, v.cr_neg_line2], WA)           # B - 2 line
+        v.floor_hi = _gt(v.floor0, r.min_rate)
+        v.cr_floor0 = s.cr - v.floor0
+        v.cut = s.cr - v.cut_sub
+        v.min_wins = _gt(v.cr_min, v.cut_sub)                  # CR - min_rate > cut_sub
+        v.reload_b_p = csa(v.reload_b_p, BW + D + 1)
+        v.reload_t_p = csa(v.reload_t_p, TW + D + 1)
+        v = stage(v)
+
+        # ---- S5: the sums; the cut against its floor; the reloads --------------------------
+        s = v.s
+        v.tr_step = _sum(v.a_p, WA)
+        v.below = _sum(v.a_low_p, WA)[WA - 1]                # TR0 + step < line_rate
+        v.cr_step2 = _sum(v.b_p, WA) >> 1
+        v.cr_below = _sum(v.b_low_p, WA)[WA - 1]             # (CR + TR0 + step) / 2 < line
+        # max(CR - cut_sub, floor), floor = max(floor0, min_rate): CR - floor > cut_sub?
+        v.cut_wins = Mux(v.floor_hi, _gt(v.cr_floor0, v.cut_sub), v.min_wins)
+        v.floor = Mux(v.floor_hi, v.floor0, r.min_rate)
+        v.reload_b = wire("reload_b", _sum(v.reload_b_p, BW + D + 1) >> D, BW)
+        v.reload_t = wire("reload_t", _sum(v.reload_t_p, TW + D + 1) >> D, TW)
+        v = stage(v)
+
+        # ---- S6: TR and CR after an increase or a cut; the timer's reload -------------------
+        v.tr_inc = wire("tr_inc", Mux(v.below, v.tr_step, r.line_rate), RW)
+        v.cr_inc = wire("cr_inc", Mux(v.below, Mux(v.cr_below, v.cr_step2, r.line_rate),
+                                      v.cr_line), RW)
+        v.cr_cut = wire("cr_cut", Mux(v.cut_wins, v.cut, v.floor), RW)
+        v.t_reload = v.t_base + v.reload_t
+        v = stage(v)
+
+        # ---- S7: the next state ---------------------------------------------------------------
+        s = v.s
+
+        n = Signal(self.state_layout, name="qcn_next")
+        m.d.comb += n.eq(s)
+        with m.If(v.cnm):
+            m.d.comb += [
+                n.tr.eq(s.cr), n.cr.eq(v.cr_cut), n.b_stage.eq(0), n.t_stage.eq(0),
+                n.bc.eq(v.reload_b), n.active.eq(1), n.fresh.eq(1),
+                n.t_on.eq(1), n.t_dl.eq(v.t_reload),
+            ]
+        with m.Elif(v.byte_cycle | v.timer_cycle):
+            m.d.comb += [n.tr.eq(v.tr_inc), n.cr.eq(v.cr_inc), n.fresh.eq(0),
+                         n.b_stage.eq(v.b_stage), n.t_stage.eq(v.t_stage)]
+            with m.If(v.byte_cycle):
+                m.d.comb += n.bc.eq(v.reload_b)
+                with m.If(v.due):                 # held: fires on the next cycle
+                    m.d.comb += n.t_dl.eq(v.t_1)
+            with m.Else():
+                m.d.comb += n.t_dl.eq(v.t_reload)
+                with m.If(v.tx):
+                    m.d.comb += n.bc.eq(v.bc_left)
+        with m.Elif(v.tx):
+            m.d.comb += n.bc.eq(v.bc_left)
+
+        return DatapathOut(next_state=n, wake_valid=n.t_on, wake=n.t_dl, expired=v.expired,
+                           late=v.late)
+
+
+#: the cut points (numbered from 1: after S1 ... S6) registered at each latency
+_CUTS = {1: (), 2: (3,), 3: (2, 4), 4: (1, 3, 5), 5: (1, 2, 3, 5), 6: (1, 2, 3, 4, 5),
+         7: (1, 2, 3, 4, 5, 6)}
+#: the latency of the build for 156.25 MHz on ECP5 speed 6
+QCN_PIPE_LATENCY = 6
+
+
+class _Stages:
+    """The stage hook of :meth:`QcnDatapath._update`: cut point ``n`` (counted per call)
+    registers every value of the namespace if ``n`` is one of ``cuts``, else passes it on
+    (a pipelined build: ``pipelined``); ``k``: the cut points registered so far."""
+
+    def __init__(self, m: Module, cuts):
+        self.m, self.cuts, self.n, self.k = m, frozenset(cuts), 0, 0
+        self.pipelined = bool(self.cuts)
+
+    def __call__(self, v: SimpleNamespace) -> SimpleNamespace:
+        self.n += 1
+        if self.n not in self.cuts:
+            return v
+        self.k += 1
+        return SimpleNamespace(**{name: self._reg(name, x) for name, x in vars(v).items()})
+
+    def _reg(self, name, x):
+        if isinstance(x, list):
+            return [self._reg(f"{name}{j}", y) for j, y in enumerate(x)]
+        shape = x.shape() if isinstance(x, data.View) else Value.cast(x).shape()
+        reg = Signal(shape, name=f"qcn_p{self.n}_{name}")
+        self.m.d.sync += reg.eq(x)
+        return reg
+
+
+def _product(a, b, split: bool, plus=()) -> list:
+    """``plus + a * b`` as rows to add up: the values of ``plus`` and the copies of ``a``
+    shifted and selected by ``b``'s bits; one row with the product ``a * b`` unless
+    ``split``."""
+    if not split:
+        return [reduce(operator.add, [*plus, a * b])]
+    return [*plus, *(Mux(b[j], a << j, 0) for j in range(len(b)))]
+
+
+def _gt(a, b):
+    """``a > b`` as the sign of ``b - a`` (exact width): one carry chain on ECP5, where
+    Yosys maps a wide compare to a chain and a tree of multiplexers."""
+    return (b - a)[-1]
+
+
+def _fit(x, width: int):
+    """``x`` mod ``2**width`` (sign- or zero-extended, or truncated), unsigned."""
+    x = Value.cast(x)
+    if len(x) >= width:
+        return x[:width]
+    fill = x[-1].replicate(width - len(x)) if x.shape().signed else Const(0, width - len(x))
+    return Cat(x, fill)
+
+
+def _csa(rows, width: int, levels: int | None = None) -> list:
+    """Carry-save reduction of ``rows`` (summed mod ``2**width``) to two rows (or by
+    ``levels`` levels of 3:2 compressors: one LUT level each, no carry chain)."""
+    if len(rows) <= 2:
+        return rows
+    rows = [_fit(x, width) for x in rows]
+    level = 0
+    while len(rows) > 2 and (levels is None or level < levels):
+        nxt = []
+        for j in range(0, len(rows) // 3 * 3, 3):
+            a, b, c = rows[j:j + 3]
+            nxt += [a ^ b ^ c, Cat(Const(0, 1), (a & b) | (a & c) | (b & c))[:width]]
+        rows, level = nxt + rows[len(rows) // 3 * 3:], level + 1
+    return rows
+
+
+def _sum(parts, width: int | None = None):
+    """The sum of rows, truncated to ``width`` bits (the exact product's width, so the split
+    and the one-row forms have the same shape)."""
+    total = reduce(operator.add, parts)         # at most three rows
+    return total if width is None else total[:width]
 
 
 @dataclass(frozen=True)
@@ -193,6 +378,9 @@ class QcnEngineConfig(BlockConfig):
 
     engine: FlowEngineConfig = FlowEngineConfig()
     rp: QcnRpConfig = QcnRpConfig(clk_hz=156_250_000)
+    #: modify cycles of the datapath: QCN_PIPE_LATENCY (6) closes 156.25 MHz; 1 is the
+    #: one-cycle reference form (back-to-back events of one flow, ~29 MHz)
+    latency: int = QCN_PIPE_LATENCY
 
     def __post_init__(self):
         if not isinstance(self.engine, FlowEngineConfig):
@@ -202,7 +390,7 @@ class QcnEngineConfig(BlockConfig):
         if self.rp.clk_hz != self.engine.clk_hz:
             raise ConfigError(self, "rp.clk_hz", self.rp.clk_hz,
                               f"the engine's clk_hz ({self.engine.clk_hz})")
-        QcnDatapath(self.rp, self.engine.time_width)          # validates the widths
+        QcnDatapath(self.rp, self.engine.time_width, latency=self.latency)  # validates
 
     @classmethod
     def for_flows(cls, n_flows: int, **rp) -> QcnEngineConfig:
@@ -216,4 +404,43 @@ def qcn_engine(config: QcnEngineConfig | None = None):
     """The engine top: :class:`FlowEngine` around a :class:`QcnDatapath`."""
     from .flow_engine import FlowEngine
     cfg = QcnEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, QcnDatapath(cfg.rp, cfg.engine.time_width))
+    return FlowEngine(cfg.engine, QcnDatapath(cfg.rp, cfg.engine.time_width,
+                                              latency=cfg.latency))
+
+
+class QcnDatapathTop(wiring.Component):
+    """:class:`QcnDatapath` alone between flip-flops, to measure its timing out of context
+    (``gateware/tops.py``, ``qcn_datapath_l<L>``): every input (state, event, ``t``,
+    registers, ``valid``, and ``pre`` computed from the ports as the engine does one stage
+    earlier) is registered, the ``latency``-cycle datapath runs on the registered values, and
+    every :class:`DatapathOut` field is registered to the outputs."""
+
+    def __init__(self, config: QcnRpConfig, time_width: int = 26, latency: int = 1):
+        self.dp = dp = QcnDatapath(config, time_width, latency=latency)
+        W = time_width
+        super().__init__({
+            "state": In(dp.state_layout), "kind": In(EventKind), "tx_bytes": In(dp.tx_bytes_width),
+            "cn": In(dp.cn_layout), "t": In(W), "regs": In(dp.regs_layout), "valid": In(1),
+            "next_state": Out(dp.state_layout), "wake_valid": Out(1), "wake": Out(W),
+            "expired": Out(1), "late": Out(W),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        dp = self.dp
+        ins = {}
+        for name in ("state", "kind", "tx_bytes", "cn", "t", "regs", "valid"):
+            port = getattr(self, name)
+            ins[name] = Signal.like(port, name=f"{name}_r")
+            m.d.sync += ins[name].eq(port)
+        pre = {}
+        for name, value in dp.pre(m, kind=self.kind, tx_bytes=self.tx_bytes, cn=self.cn,
+                                  t=self.t, regs=self.regs).items():
+            pre[name] = Signal.like(value, name=f"pre_{name}")
+            m.d.sync += pre[name].eq(value)
+        kw = {name: ins[name] for name in ("kind", "tx_bytes", "cn", "t", "regs")}
+        out = dp.build(m, state=ins["state"], pre=pre, valid=ins["valid"], **kw)
+        m.d.sync += [self.next_state.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
+                     self.wake.eq(out.wake), self.expired.eq(out.expired),
+                     self.late.eq(out.late)]
+        return m
