@@ -121,14 +121,34 @@ def _flow_engine_toy(cfg):
     return FlowEngine(cfg, ToyDatapath(cfg.time_width, period=4000))
 
 
+def _pacer_config():
+    from hw.nic.pacer_config import PacerConfig
+    return PacerConfig(engine=FlowEngineConfig(n_flows=1024))
+
+
+def _pacer(cfg):
+    from hw.nic.pacer import pacer_engine
+    return pacer_engine(cfg)
+
+
 def _dcqcn_engine(cfg):
     from hw.nic.dcqcn_engine import dcqcn_engine
     return dcqcn_engine(cfg)
 
 
+def _dcqcn_datapath_pipe(cfg):
+    from hw.nic.dcqcn_engine import DcqcnDatapathTop
+    return DcqcnDatapathTop(cfg.rp, cfg.engine.time_width, pipelined=True)
+
+
 def _qcn_engine(cfg):
     from hw.nic.qcn_engine import qcn_engine
     return qcn_engine(cfg)
+
+
+def _qcn_datapath_pipe(cfg):
+    from hw.nic.qcn_engine import QCN_PIPE_LATENCY, QcnDatapathTop
+    return QcnDatapathTop(cfg.rp, cfg.engine.time_width, latency=QCN_PIPE_LATENCY)
 
 
 #: 1 port x 1 priority, LDCP profile (the defaults of MarkerConfig).
@@ -184,6 +204,10 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "DCQCN engine, 1024 flows in block RAM, every profile at run time", default=False),
     Top("dcqcn_engine_4k", DcqcnEngineConfig.for_flows(4096), _dcqcn_engine,
         "DCQCN engine, 4096 flows in block RAM, every profile at run time", default=False),
+    # The engine's pipelined DCQCN datapath alone between flip-flops (out-of-context timing).
+    Top("dcqcn_datapath_pipe", DcqcnEngineConfig.for_flows(1024), _dcqcn_datapath_pipe,
+        "DCQCN engine datapath alone, pipelined (latency 12), registered inputs and outputs",
+        default=False),
     # DCQCN notification point, 8 QPs (docs/dcqcn.md, "Notification point").
     Top("dcqcn_np", DcqcnNpConfig(flows=8, rule="paper", min_time_between_cnps=4), _dcqcn_np,
         "DCQCN notification point, 8 QPs, paper rule, min_time_between_cnps 4 us"),
@@ -210,6 +234,10 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "QCN engine, 1024 flows in block RAM, IEEE 802.1Q CN MIB reset values", default=False),
     Top("qcn_engine_4k", QcnEngineConfig.for_flows(4096), _qcn_engine,
         "QCN engine, 4096 flows in block RAM, IEEE 802.1Q CN MIB reset values", default=False),
+    # The engine's pipelined QCN datapath alone between flip-flops (out-of-context timing).
+    Top("qcn_datapath_pipe", QcnEngineConfig.for_flows(1024), _qcn_datapath_pipe,
+        "QCN engine datapath alone, pipelined (latency 6), registered inputs and outputs",
+        default=False),
     # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
     Top("cnm_gen", CnmGenConfig(), _cnm_gen,
         "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
@@ -228,6 +256,9 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     Top("flow_engine_toy", FlowEngineConfig(n_flows=1024), _flow_engine_toy,
         "multi-flow engine, 1024 flows, toy datapath (counters, one periodic timer)",
         default=False),
+    # The multi-flow pacer: the engine with the pacer datapath (docs/pacer.md).
+    Top("pacer_1k", _pacer_config(), _pacer,
+        "multi-flow pacer, 1024 flows in block RAM, one grant per clock", default=False),
 ]}
 
 #: the default set: every top but the multi-flow engine tops (see :attr:`Top.default`)

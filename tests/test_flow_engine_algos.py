@@ -128,15 +128,17 @@ DCQCN_WRITABLE = ["rc", "rt", "alpha", "t_stage", "b_stage", "mode", "bc", "acti
                   "alpha_flag", "dec_flag", "a_on", "a_dl", "t_on", "t_dl", "d_on", "d_dl"]
 
 
+@pytest.mark.parametrize("pipelined", [False, True])
 @pytest.mark.parametrize("profiles", [("connectx", "paper"), ("ns3-rdma", "hpcc-mlx")])
-def test_dcqcn_engine_profiles(profiles):
+def test_dcqcn_engine_profiles(profiles, pipelined):
     """DCQCN on the engine: the ConnectX reset registers, then each profile of ``profiles``
     written through csr_w at run time (with traffic queued behind the writes), random events
     with hot flows, WRITEs of every state field (deadlines included) in flight, timers firing,
-    back-pressure: every output, every cycle, equal to the model's."""
-    dp = DcqcnDatapath(DCQCN_BUILD, W)
+    back-pressure: every output, every cycle, equal to the model's; the one-cycle and the
+    pipelined datapath (12 modify cycles)."""
+    dp = DcqcnDatapath(DCQCN_BUILD, W, pipelined=pipelined)
     rng = random.Random(f"{SEED}-{profiles}")
-    h = Harness(engine_config(), dp, seed=SEED, model_dp=DcqcnDatapathModel)
+    h = Harness(engine_config(dp.latency), dp, seed=SEED, model_dp=DcqcnDatapathModel)
     h.p_valid = {"tx": 0.75, "cn": 0.5, "ctl": 0.5, "csr_w": 0.5}
     h.p_rate_ready, h.p_rd_ready = 0.7, 0.6
 
@@ -165,12 +167,14 @@ def profile_writes_named(dp, profile):
     return [(name, getattr(r, name)) for name, _, _ in dp.regs]
 
 
-def test_dcqcn_engine_hot_flow_cnp_storm():
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_dcqcn_engine_hot_flow_cnp_storm(pipelined):
     """One flow every cycle: TX and CNPs back to back (cuts, alpha updates and the byte counter
     in consecutive cycles through the forwarding paths), outputs always ready, the paper
-    profile (a cut on every CNP) then ConnectX; expiries on time (lateness 0)."""
-    dp = DcqcnDatapath(DCQCN_BUILD, W)
-    h = Harness(engine_config(), dp, seed=SEED, model_dp=DcqcnDatapathModel)
+    profile (a cut on every CNP) then ConnectX; expiries on time (lateness 0) with the
+    one-cycle datapath, within L - 1 with the pipelined one (its events 12 cycles apart)."""
+    dp = DcqcnDatapath(DCQCN_BUILD, W, pipelined=pipelined)
+    h = Harness(engine_config(dp.latency), dp, seed=SEED, model_dp=DcqcnDatapathModel)
 
     async def phases(ctx):
         for p in ("paper", "connectx"):
@@ -184,7 +188,7 @@ def test_dcqcn_engine_hot_flow_cnp_storm():
             await h.drain(ctx)
             await h.run(ctx, 600)
     c = stress(h, phases)
-    assert c["late_max"] == 0 and c["expiries"] > 10
+    assert c["late_max"] <= dp.latency - 1 and c["expiries"] > 10
 
 
 # -- QCN ---------------------------------------------------------------------------------------

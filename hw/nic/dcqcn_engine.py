@@ -24,21 +24,24 @@ datapath).
 
 from __future__ import annotations
 
+from copy import copy
 from dataclasses import dataclass
 from dataclasses import fields as dc_fields
+from types import SimpleNamespace
 
-from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data
+from amaranth.hdl import Const, Module, Mux, Signal, Value, ValueCastable
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
 
-from ..lib.arith import named_wire, umax
-from ..params import BlockConfig, ConfigError, check_int
+from ..lib.arith import delayed, named_wire, umax
+from ..params import BlockConfig, ConfigError, check_bool, check_int
 from .dcqcn_config import ALPHA_FRAC, G_FRAC, MDF_FRAC, STAGE_BITS, DcqcnRpConfig
-from .dcqcn_rp import build_rp_update
+from .dcqcn_rp import RP_CUTS, StagePipe, build_rp_update
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
 
 __all__ = ["DcqcnDatapath", "DcqcnEngineConfig", "flow_state_layout", "register_widths",
-           "dcqcn_engine", "state_bits", "timer_outputs"]
+           "dcqcn_engine", "state_bits", "timer_outputs", "late_terms", "DcqcnDatapathTop"]
 
 TIMERS = ("a", "t", "d")
 
@@ -98,13 +101,22 @@ class DcqcnDatapath(FlowDatapath):
     Interface (the :mod:`hw.nic.flow_datapath` protocol): state :func:`flow_state_layout`
     (:func:`state_bits` = 205 bits at the defaults, W = 26); CN payload one dummy bit (a CNP);
     TX payload ``byte_width`` bits; registers: the fields of :class:`DcqcnRpRegisters` in
-    order (:func:`register_widths`); rate field ``rc``.  Combinational, one update per clock;
-    ``pre`` computes the four restart deadlines (``t`` + period) a stage early.
+    order (:func:`register_widths`); rate field ``rc``.  ``pre`` computes the four restart
+    deadlines (``t`` + period) a stage early.
+    pipelined : bool
+        False (default): combinational, ``latency`` 1 (the products in multiplier blocks).
+        True: the same function over ``latency`` = 12 clock cycles, a feed-forward pipeline
+        (no loop, no enable): the 10 cuts of :data:`hw.nic.dcqcn_rp.RP_CUTS` in
+        :func:`build_rp_update` (products as carry-save trees in logic, each stage at most one
+        carry chain or about four LUT levels), then one register before the wake-up compares;
+        ``late`` has its own short pipeline.  Same outputs as the combinational form for
+        every state, event, ``t`` and register value (``tests/test_dcqcn_pipe.py``).
     """
 
     name = "dcqcn"
 
-    def __init__(self, config: DcqcnRpConfig, time_width: int = 26):
+    def __init__(self, config: DcqcnRpConfig, time_width: int = 26, *,
+                 pipelined: bool = False):
         if not isinstance(config, DcqcnRpConfig):
             raise TypeError(f"DcqcnDatapath needs a DcqcnRpConfig, not {config!r}")
         check_int(self, "time_width", time_width, config.timer_width + 2, 40,
@@ -121,6 +133,11 @@ class DcqcnDatapath(FlowDatapath):
         for name, width, reset in self.regs:
             if reset >= 1 << width:
                 raise ConfigError(self, name, reset, f"a value below 2**{width}")
+        #: the pipeline registers of the update (:data:`hw.nic.dcqcn_rp.RP_CUTS`, then one
+        #: before the wake-up compares; none: one combinational cycle)
+        self.pipelined = pipelined
+        self.cuts = RP_CUTS if pipelined else ()
+        self.latency = 1 + len(self.cuts) + (1 if pipelined else 0)
 
     # -- protocol ----------------------------------------------------------------------------
     def init_state(self, regs) -> dict:
@@ -140,7 +157,7 @@ class DcqcnDatapath(FlowDatapath):
         W = self.time_width
         s = state
         n = Signal(self.state_layout, name="dcqcn_next")
-        m.d.comb += n.eq(s)
+        pipe = StagePipe(m, self.cuts + (("out",) if self.pipelined else ()), prefix="dcqcn_")
 
         def wire(name, expr):
             return named_wire(m, "dcqcn_" + name, expr)
@@ -148,20 +165,49 @@ class DcqcnDatapath(FlowDatapath):
         cnp = wire("cnp", kind == EventKind.CN)
         tx = wire("tx", kind == EventKind.TX)
         due = {k: wire(k + "_due", s[k + "_on"] & time_le(s[k + "_dl"], t, W)) for k in TIMERS}
-        build_rp_update(m, s=s, n=n, r=regs, rate_width=self.config.rate_width, cnp=cnp, tx=tx,
-                        tx_bytes=tx_bytes, timers=_DeadlineTimers(s, n, due, pre, W),
-                        prefix="dcqcn_", gated=False, any_state=True)
-        return timer_outputs(m, "dcqcn", n, s, due, t, W, TIMERS)
+        c = build_rp_update(m, s=s, n=n, r=regs, rate_width=self.config.rate_width, cnp=cnp,
+                            tx=tx, tx_bytes=tx_bytes, timers=_DeadlineTimers(s, n, due, pre, W),
+                            prefix="dcqcn_", gated=False, any_state=True, pipe=pipe)
+        s_out, due_out = c.timers.s, c.timers.due
+        if self.pipelined:
+            # one more register: the next state, then the wake-up compares on it
+            c = pipe.cut("out", SimpleNamespace(n=n, s=s_out, due=due_out))
+            n, s_out, due_out = c.n, c.s, c.due
+        assert pipe.latency == self.latency
+        late = None
+        if self.latency > 1:
+            # late = max(t - deadline over the due timers), in its own short pipeline
+            lk = late_terms(due, t, s, W, TIMERS)
+            late, depth = lk[0], 0
+            for term in lk[1:]:
+                late, term = delayed(m, late, 1, "dcqcn_late"), delayed(m, term, depth + 1,
+                                                                         "dcqcn_late_t")
+                late, depth = umax(late, term), depth + 1
+            late = delayed(m, late, self.latency - 1 - depth, "dcqcn_late_out")
+        return timer_outputs(m, "dcqcn", n, s_out, due_out, t, W, TIMERS, late)
 
 
 class _DeadlineTimers:
     """The engine's timers for :func:`build_rp_update`: an armed bit and a deadline each.  A
     due timer that no rule reloads stops (the counter form's 1 -> 0); a restart arms it at
-    ``t`` + period (``pre``), a reload moves its deadline on by the period (no drift)."""
+    ``t`` + period (``pre``), a reload moves its deadline on by the period (no drift: old
+    deadline + period, added in :meth:`prepare`, a section before the update uses it)."""
 
     def __init__(self, s, n, due, pre, W):
         self.s, self.n, self.due, self.pre, self.W = s, n, due, pre, W
         self.d_quiet = ~s.d_on | due["d"]
+        self.reloaded = {}
+
+    def staged(self, fn):
+        new = copy(self)
+        new.s, new.due, new.pre = fn(self.s, "s"), fn(self.due, "due"), fn(self.pre, "pre")
+        new.d_quiet, new.reloaded = fn(self.d_quiet, "dq"), fn(self.reloaded, "reload")
+        return new
+
+    def prepare(self, m, reloads):
+        self.reloaded = {k: named_wire(m, f"dcqcn_{k}_reload",
+                                       (self.s[k + "_dl"] + value)[:self.W])
+                         for k, value in reloads.items()}
 
     def defaults(self, m):
         for k in TIMERS:
@@ -170,24 +216,40 @@ class _DeadlineTimers:
     def restart(self, m, k, period):
         m.d.comb += [self.n[k + "_on"].eq(1), self.n[k + "_dl"].eq(self.pre["t_" + period])]
 
-    def reload(self, m, k, value):
-        m.d.comb += [self.n[k + "_on"].eq(1),
-                     self.n[k + "_dl"].eq((self.s[k + "_dl"] + value)[:self.W])]
+    def reload(self, m, k):
+        m.d.comb += [self.n[k + "_on"].eq(1), self.n[k + "_dl"].eq(self.reloaded[k])]
 
 
-def timer_outputs(m, prefix, n, s, due, t, W, timers) -> DatapathOut:
+def late_terms(due, t, s, W, timers):
+    """``t - deadline`` of each due timer (0 for the others): :func:`timer_outputs`' ``late``
+    is their maximum."""
+    return [Mux(due[k], (t - s[k + "_dl"])[:W], 0) for k in timers]
+
+
+def timer_outputs(m, prefix, n, s, due, t, W, timers, late=None) -> DatapathOut:
     """The protocol's outputs from the timers: ``wake`` = the earliest armed deadline of the
-    next state (pairwise wrap-safe compares, the first wins a tie), ``expired`` = a timer was
-    due, ``late`` = the largest ``t - deadline`` over the due timers."""
-    wake_valid, wake = n[timers[0] + "_on"], n[timers[0] + "_dl"]
-    for k in timers[1:]:
-        take = n[k + "_on"] & (~wake_valid | ~time_le(wake, n[k + "_dl"], W))
-        wake = Mux(take, n[k + "_dl"], wake)
-        wake_valid = wake_valid | n[k + "_on"]
-    late = None
-    for k in timers:
-        lk = Mux(due[k], (t - s[k + "_dl"])[:W], 0)
-        late = lk if late is None else umax(late, lk)
+    next state (pairwise wrap-safe compares in order, the first wins a tie; the compares of
+    every pair are made side by side and the order applied after them), ``expired`` = a timer
+    was due, ``late`` = the largest ``t - deadline`` over the due timers (``late``: that value
+    computed by the caller)."""
+    on = {k: n[k + "_on"] for k in timers}
+    dl = {k: n[k + "_dl"] for k in timers}
+    le = {(a, b): time_le(dl[a], dl[b], W) for i, a in enumerate(timers)
+          for b in timers[i + 1:]}
+    wake_valid, wake, src = on[timers[0]], dl[timers[0]], {timers[0]: Const(1)}
+    for j, k in enumerate(timers[1:], 1):
+        # time_le(wake, dl[k]) with wake the deadline of the timer chosen so far
+        le_k = Const(0)
+        for a in timers[:j]:
+            le_k = le_k | (src[a] & le[a, k])
+        take = on[k] & (~wake_valid | ~le_k)
+        src = {a: src[a] & ~take for a in src} | {k: take}
+        wake = Mux(take, dl[k], wake)
+        wake_valid = wake_valid | on[k]
+    if late is None:
+        late = None
+        for lk in late_terms(due, t, s, W, timers):
+            late = lk if late is None else umax(late, lk)
     expired = 0
     for k in timers:
         expired = expired | due[k]
@@ -207,6 +269,9 @@ class DcqcnEngineConfig(BlockConfig):
 
     engine: FlowEngineConfig = FlowEngineConfig()
     rp: DcqcnRpConfig = DcqcnRpConfig(clk_hz=156_250_000)
+    #: the datapath's form: pipelined over 12 modify cycles (118 MHz alone) or the one-cycle
+    #: reference (back-to-back events of one flow, 19 MHz)
+    pipelined: bool = True
 
     def __post_init__(self):
         if not isinstance(self.engine, FlowEngineConfig):
@@ -216,6 +281,7 @@ class DcqcnEngineConfig(BlockConfig):
         if self.rp.clk_hz != self.engine.clk_hz:
             raise ConfigError(self, "rp.clk_hz", self.rp.clk_hz,
                               f"the engine's clk_hz ({self.engine.clk_hz})")
+        check_bool(self, "pipelined", self.pipelined)
         DcqcnDatapath(self.rp, self.engine.time_width)       # validates the widths
 
     @classmethod
@@ -231,4 +297,46 @@ def dcqcn_engine(config: DcqcnEngineConfig | None = None):
     """The engine top: :class:`FlowEngine` around a :class:`DcqcnDatapath`."""
     from .flow_engine import FlowEngine
     cfg = DcqcnEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, DcqcnDatapath(cfg.rp, cfg.engine.time_width))
+    return FlowEngine(cfg.engine, DcqcnDatapath(cfg.rp, cfg.engine.time_width,
+                                                pipelined=cfg.pipelined))
+
+
+class DcqcnDatapathTop(wiring.Component):
+    """:class:`DcqcnDatapath` alone between flip-flops, to measure its timing out of context:
+    every input (state, event, ``t``, registers, and ``pre`` computed from the ports) is
+    registered, the datapath runs on the registered values, and every :class:`DatapathOut`
+    field is registered to the outputs.  ``pipelined``: the datapath's form."""
+
+    def __init__(self, config: DcqcnRpConfig, time_width: int = 26, pipelined: bool = True):
+        self.dp = dp = DcqcnDatapath(config, time_width, pipelined=pipelined)
+        W = time_width
+        super().__init__({
+            "state": In(dp.state_layout), "kind": In(EventKind), "tx_bytes": In(dp.tx_bytes_width),
+            "cnp": In(1), "t": In(W), "regs": In(dp.regs_layout),
+            "next_state": Out(dp.state_layout), "wake_valid": Out(1), "wake": Out(W),
+            "expired": Out(1), "late": Out(W),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        dp = self.dp
+
+        def reg(value, name):
+            shape = value.shape() if isinstance(value, ValueCastable) else \
+                Value.cast(value).shape()
+            r = Signal(shape, name=name)
+            m.d.sync += r.eq(value)
+            return r
+
+        cn = Signal(dp.cn_layout)
+        m.d.comb += cn.cnp.eq(self.cnp)
+        pre = {k: reg(v, "pre_" + k) for k, v in dp.pre(
+            m, kind=self.kind, tx_bytes=self.tx_bytes, cn=cn, t=self.t, regs=self.regs).items()}
+        cn_r = reg(cn, "cn_r")
+        out = dp.build(m, state=reg(self.state, "state_r"), kind=reg(self.kind, "kind_r"),
+                       tx_bytes=reg(self.tx_bytes, "tx_bytes_r"), cn=cn_r, t=reg(self.t, "t_r"),
+                       regs=reg(self.regs, "regs_r"), pre=pre, valid=Const(1))
+        m.d.sync += [self.next_state.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
+                     self.wake.eq(out.wake), self.expired.eq(out.expired),
+                     self.late.eq(out.late)]
+        return m

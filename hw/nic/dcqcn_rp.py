@@ -17,8 +17,11 @@ the timers supplied by the caller (down-counters here, deadlines in the engine).
 from __future__ import annotations
 
 from contextlib import nullcontext
+from copy import copy
+from enum import Enum
+from types import SimpleNamespace
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, ValueCastable
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -39,7 +42,7 @@ from .dcqcn_config import (
     IncreaseRule,
 )
 
-__all__ = ["RpDatapath", "DcqcnRp", "build_rp_update"]
+__all__ = ["RpDatapath", "DcqcnRp", "build_rp_update", "StagePipe", "RP_CUTS"]
 
 
 # -- the per-flow update, shared by the single flow (RpDatapath) and the engine's datapath ------
@@ -115,107 +118,277 @@ def _when(m, c):
     return m.If(c)
 
 
+def _sat_one(x):
+    """``umin(x, ALPHA_ONE)`` for unsigned ``x`` (ALPHA_ONE is a power of two: an OR of the
+    high bits instead of a compare)."""
+    return Mux(Value.cast(x)[ALPHA_FRAC:].any(), ALPHA_ONE, x)
+
+
+def _registered(m, x, name, domain):
+    """``x`` one clock edge later: every Amaranth value in it (recursively through namespaces,
+    dicts, lists and tuples, and objects with a ``staged(fn)`` method) registered; Python
+    constants pass unchanged."""
+    if x is None or isinstance(x, (bool, int, str, Enum)):
+        return x
+    if isinstance(x, SimpleNamespace):
+        return SimpleNamespace(**{k: _registered(m, v, f"{name}_{k}", domain)
+                                  for k, v in vars(x).items()})
+    if isinstance(x, dict):
+        return {k: _registered(m, v, f"{name}_{k}", domain) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_registered(m, v, f"{name}_{i}", domain) for i, v in enumerate(x))
+    if hasattr(x, "staged"):
+        return x.staged(lambda v, sub: _registered(m, v, f"{name}_{sub}", domain))
+    shape = x.shape() if isinstance(x, ValueCastable) else Value.cast(x).shape()
+    reg = Signal(shape, name=name)
+    m.d[domain] += reg.eq(x)
+    return reg
+
+
+def _fit(value, width: int):
+    """The low ``width`` bits of an unsigned ``value``, zero-extended to exactly ``width``."""
+    value = Value.cast(value)[:width]
+    return Cat(value, Const(0, width - len(value))) if len(value) < width else value
+
+
+class StagePipe:
+    """The pipeline hooks of :func:`build_rp_update`.
+
+    The update is written as a sequence of sections separated by named *cuts*; every value a
+    later section uses is carried in a namespace through :meth:`cut`.  ``cuts``: the names of
+    the cuts that are pipeline registers (each adds one clock cycle: :attr:`latency`); the
+    others, and every cut of the combinational build (``cuts`` empty, the default), are the
+    identity.
+
+    Sums of products go through :meth:`msum` / :meth:`reduce` / :meth:`total`.  In the
+    combinational build :meth:`msum` is the plain expression (Yosys maps the products to
+    multiplier blocks) and :meth:`reduce` does nothing.  In a pipelined build (the ECP5's
+    MULT18X18D has no packed pipeline registers and is too slow between flip-flops at
+    156.25 MHz) it is a carry-save tree in logic: the shifted partial products (a negated one
+    as its complement plus one), constants and values are the terms; each :meth:`reduce`
+    level is one row of 3:2 compressors (one LUT level: sum = x ^ y ^ z, carry = majority),
+    so the terms travel through the cuts as they are reduced; :meth:`total` adds the last
+    two (one carry chain).  Everything is modulo ``2**width``: exact for a result that fits,
+    and for a bit slice of a possibly negative one.
+    """
+
+    def __init__(self, m: Module | None = None, cuts=(), prefix: str = "",
+                 domain: str = "sync"):
+        self.m, self.cuts, self.prefix, self.domain = m, tuple(cuts), prefix, domain
+        self.latency = 1
+        self.used: list[str] = []
+
+    @property
+    def pipelined(self) -> bool:
+        return bool(self.cuts)
+
+    def cut(self, name: str, carry):
+        """``carry`` after the cut ``name``: registered if it is one of :attr:`cuts`."""
+        self.used.append(name)
+        if name not in self.cuts:
+            return carry
+        self.latency += 1
+        return _registered(self.m, carry, f"{self.prefix}{name}", self.domain)
+
+    def msum(self, width: int, *, values=(), products=(), neg_products=()):
+        """``sum(values) + sum(a * b) - sum(a' * b')`` modulo ``2**width`` (``b``: the
+        multiplier whose bits select the shifted copies of ``a``), as ``(width, terms)``."""
+        if not self.pipelined:
+            expr = 0
+            for v in values:
+                expr = expr + v
+            for a, b in products:
+                expr = expr + a * b
+            for a, b in neg_products:
+                expr = expr - a * b
+            return width, [Value.cast(expr)[:width]]
+        const = 0
+        terms = []
+        for v in values:
+            if isinstance(v, int):
+                const += v
+            else:
+                terms.append(_fit(v, width))
+        for sign, pairs in ((1, products), (-1, neg_products)):
+            for a, b in pairs:
+                a, b = Value.cast(a), Value.cast(b)
+                for i in range(len(b)):
+                    t = _fit(Mux(b[i], a, 0) << i, width)
+                    if sign < 0:
+                        t, const = (~t)[:width], const + 1     # -t = ~t + 1
+                    terms.append(t)
+        if const % (1 << width):
+            terms.append(Const(const % (1 << width), width))
+        return width, terms
+
+    def reduce(self, x, levels: int = 1):
+        """``levels`` rows of 3:2 compressors (down to two terms)."""
+        width, terms = x
+        for _ in range(levels):
+            if len(terms) <= 2:
+                break
+            out = []
+            full = len(terms) // 3 * 3
+            for i in range(0, full, 3):
+                a, b, c = terms[i:i + 3]
+                out.append((a ^ b ^ c)[:width])
+                out.append((((a & b) | (a & c) | (b & c)) << 1)[:width])
+            terms = out + terms[full:]
+        return width, terms
+
+    def total(self, x):
+        """The sum (a carry chain: reduce to two terms first)."""
+        width, terms = self.reduce(x, 64)
+        return terms[0] if len(terms) == 1 else (terms[0] + terms[1])[:width]
+
+
+#: the cuts of :func:`build_rp_update`, in order, and what the section after each computes
+#: (section 1, before the first: the timers' due compares (the caller), alpha*g and Rc*mdf
+#: partial products + 3 compressor rows, the byte counter, stage + 1, 10 Rc, reload deadlines)
+RP_CUTS = (
+    "due",        # 2: cut decision, the stages; Rt > 10 Rc; alpha*g, Rc*mdf 2 rows each
+    "decide",     # 3: (1-g) alpha summed; hi/lo of the stages, the guard; Rc*mdf 2 rows
+    "stages",     # 4: (1-g) alpha + g saturated; increase phase, HAI factor; the floor summed
+    "alpha",      # 5: the alpha the cut uses; Rc*alpha_cut and HAI partial products
+    "alpha_cut",  # 6: Rc*alpha_cut 4 rows, HAI product 3 rows; Rc - floor
+    "dec_a",      # 7: Rc*alpha_cut 3 rows; HAI product summed; (Rc - floor) << gd_shift
+    "dec_b",      # 8: Rc*alpha_cut summed; the increment, Rt + inc
+    "product",    # 9: >> gd_shift and the cut's compare; min(Rt + inc, max_rate), guard
+    "shift",      # 10: Rc - dec; (Rt + Rc) / 2 and its compares
+    "cut",        # 11: the clamps of (Rt + Rc) / 2; every next-state field
+)
+
+
 def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, timers,
-                    prefix: str = "", gated: bool = True, any_state: bool = False) -> None:
+                    prefix: str = "", gated: bool = True, any_state: bool = False,
+                    pipe: StagePipe | None = None) -> SimpleNamespace:
     """The reaction point's per-flow update (steps 2-6 of ``docs/dcqcn.md``; the model is
     :func:`sim.models.dcqcn.rp_update`) into ``m``: ``n``'s fields from ``s``'s and the event.
 
     ``s`` / ``n``: the flow's state and next state (views with the fields of
-    :func:`rp_state_layout` other than the timers; ``n`` already defaults to ``s``).  ``r``: the
+    :func:`rp_state_layout` other than the timers; this function drives every field of ``n``,
+    by default ``s``'s value).  ``r``: the
     knobs, the fields of :class:`DcqcnRpRegisters`, each a Python int or an Amaranth value (see
     above).  ``cnp``, ``tx``: the event; ``tx_bytes``: its bytes.  ``timers``: the three timers
     (alpha ``a``, rate increase ``t``, cut check / holdoff ``d``) in the caller's form, with
     ``due[k]`` (expires in this update), ``d_quiet`` (the cut-check timer stopped or expiring),
+    ``prepare(m, reloads)`` (the reload period of each timer, computed early),
     ``defaults(m)`` (what a timer does when no rule acts), ``restart(m, k, period)`` (period
-    ``"K"``, ``"T"``, ``"P"`` or ``"P1"``: P + 1, from now) and ``reload(m, k, value)``.
+    ``"K"``, ``"T"``, ``"P"`` or ``"P1"``: P + 1, from now), ``reload(m, k)`` and
+    ``staged(fn)`` (a copy with its values passed through ``fn(value, name)``).
     ``prefix``: of the signal names.  ``gated``: intermediate values are driven only when used
     (0 otherwise).  ``any_state``: the state may hold any value (the engine's WRITE), not only
     those the update produces: alpha above 1.0 is saturated where it decays.
+
+    ``pipe``: the pipeline hooks (:class:`StagePipe`; default combinational).  The update is
+    written once as sections between the cuts of :data:`RP_CUTS`; with a pipelined ``pipe``
+    the registers are constant and the inputs (``s``, the event, the timers) are valid in the
+    first cycle only, ``n`` is valid ``pipe.latency - 1`` cycles later.  Every value a section
+    uses from an earlier one is carried through the cuts in ``c``; the knobs ``r`` are not
+    (constant while an update is in flight).  Returns the last section's ``c`` (``c.s``,
+    ``c.timers``: the inputs as of the cycle ``n`` is valid in).
     """
+    p = StagePipe(m) if pipe is None else pipe
     RW = rate_width
-    a_due, t_due, d_due = timers.due["a"], timers.due["t"], timers.due["d"]
 
     def wire(name, expr, width=None, cond=None):
         return named_wire(m, prefix + name, expr, width, cond if gated else None)
 
-    m.d.comb += n.active.eq(s.active | cnp)
-    timers.defaults(m)
-
-    # ---- 2. cut decision --------------------------------------------------------------
-    first = cnp & ~s.active
-    cut = _pick(r.cut_mode, [(CUT_EVERY, cnp), (CUT_HOLD, cnp & timers.d_quiet)],
-                d_due & s.dec_flag)
-    first_set = (first & (r.first_rate != 0)) if _maybe(r.first_rate) else Const(0)
-    if not _fixed(r.first_rate):
-        first_set = wire("first_set", first_set)
-    action = wire("action", cut | first_set)
-
-    # ---- 3. alpha -----------------------------------------------------------------------
+    c = SimpleNamespace(s=s, cnp=cnp, timers=timers)
     AW = ALPHA_FRAC + 1
-    decayed = wire("decayed", s.alpha - ((s.alpha * r.g) >> G_FRAC), AW, a_due | cnp)
-    plus_g = decayed + (r.g << (ALPHA_FRAC - G_FRAC))
-    raised = wire("raised", umin(plus_g, ALPHA_ONE), AW, a_due | cnp)  # (1-g)a + g
-    if any_state:
-        decayed = umin(decayed, ALPHA_ONE)
-    on_cnp = r.alpha_mode == ALPHA_ON_CNP
-    per_cut = Mux(a_due, Mux(s.alpha_flag, raised, decayed), s.alpha)
 
-    def on_cnp_rules():
-        with m.If(cnp):
-            m.d.comb += n.alpha.eq(raised)
-            timers.restart(m, "a", "K")
-        with m.Elif(a_due):
-            m.d.comb += n.alpha.eq(decayed)
-            timers.reload(m, "a", r.k_cycles)
-
-    def periodic_rule(alpha_cut):
-        m.d.comb += [n.alpha.eq(alpha_cut), n.alpha_flag.eq(0)]
-        timers.reload(m, "a", r.k_cycles)
-
-    if _fixed(on_cnp):
-        if on_cnp:
-            on_cnp_rules()
-            alpha_cut = raised if r.alpha_before_cut else s.alpha
-        else:
-            alpha_cut = wire("alpha_cut", per_cut)
-            with m.If(a_due):
-                periodic_rule(alpha_cut)
-    else:
-        alpha_cut = wire("alpha_cut", Mux(on_cnp, Mux(r.alpha_before_cut, raised, s.alpha),
-                                          per_cut))
-        with m.If(on_cnp):
-            on_cnp_rules()
-        with m.Elif(a_due):
-            periodic_rule(alpha_cut)
-
-    # ---- 4. byte counter and rate increase ------------------------------------------------
+    # ---- section 1: what depends on the state and the event only -------------------------------
+    c.first = cnp & ~s.active
+    # 3. alpha - (alpha * g >> 10) = (alpha * 2**10 + 2**10 - 1 - alpha * g) >> 10, exactly
+    c.ag = p.reduce(p.msum(AW + G_FRAC, values=[s.alpha << G_FRAC, (1 << G_FRAC) - 1],
+                           neg_products=[(s.alpha, r.g)]), 3)
+    # 4. the byte counter
     was_hai = s.mode == RpMode.HAI
     halve = _and(r.halve_in_hyper, was_hai)
     byte_on = r.byte_reset != 0
+    c.txa = c.b_fire = Const(0)
     if _maybe(byte_on):
         txa = tx & s.active
         if not _fixed(byte_on):
             txa = txa & byte_on
-        b_fire = txa & (tx_bytes >= s.bc)
-        with m.If(txa):
-            m.d.comb += n.bc.eq(Mux(b_fire, _mux(halve, r.byte_half, r.byte_reset),
-                                    s.bc - tx_bytes))
-    t_ev = wire("t_ev", t_due & ~action)
-    b_ev = wire("b_ev", b_fire & ~action) if _maybe(byte_on) else Const(0)
-
-    inc_ev = t_ev | b_ev
-    ts = wire("ts", Mux(t_ev & (s.t_stage != STAGE_MAX), s.t_stage + 1, s.t_stage), 8, inc_ev)
-    bs = (wire("bs", Mux(b_ev & (s.b_stage != STAGE_MAX), s.b_stage + 1, s.b_stage), 8, inc_ev)
-          if _maybe(byte_on) else s.b_stage)
+        c.txa, c.b_fire = txa, txa & (tx_bytes >= s.bc)
+        c.bc_next = Mux(c.b_fire, _mux(halve, r.byte_half, r.byte_reset), s.bc - tx_bytes)
+        c.bs_up = Mux(s.b_stage != STAGE_MAX, s.b_stage + 1, s.b_stage)
+    c.ts_up = Mux(s.t_stage != STAGE_MAX, s.t_stage + 1, s.t_stage)
+    if _maybe(r.rt_guard):
+        c.rc10 = (s.rc << 3) + (s.rc << 1)          # Rc * 10 (no multiplier block)
+    # (Rt' + Rc) >> 1 > min_rate <=> Rt' > 2 min_rate + 1 - Rc; ... < max_rate <=>
+    # Rt' < 2 max_rate - Rc (signed bounds, so the compares run beside the add)
+    c.avg_lo, c.avg_hi = ((r.min_rate << 1) | 1) - s.rc, (r.max_rate << 1) - s.rc
+    # 5. the cut's clamp and floor (ceil(Rc * mdf / 2**16))
+    clamp = _pick(r.clamp_rule, [(CLAMP_ALWAYS, Const(1)), (CLAMP_BYTE, s.b_stage != 0),
+                                 (CLAMP_TIME, s.t_stage != 0)],
+                  (s.b_stage != 0) | (s.t_stage != 0))
+    if not _fixed(r.clamp_rule):
+        clamp = wire("clamp", clamp)
+    c.clamp = clamp
+    if _maybe(r.min_dec_fac):
+        c.mdf = p.reduce(p.msum(RW + MDF_FRAC + 2, values=[(1 << MDF_FRAC) - 1],
+                                products=[(s.rc, r.min_dec_fac)]), 3)
+    # the increase rule's thresholds (registers only: computed here, carried)
+    rule = r.increase_rule
     F = r.threshold
+    off = r.hai_step == HAI_LIN1
+    off = int(off) if _fixed(off) else off
+    c.fe = F + (1 if rule == INC_HPCC else 0) if _fixed(rule) else F + (rule == INC_HPCC)
+    c.off_f = off - F                # the HAI factor is lo + off - F
+    timers.prepare(m, {"a": r.k_cycles, "t": _mux(halve, r.t_half_cycles, r.t_cycles),
+                       "d": r.p_cycles})
+
+    c = p.cut("due", c)
+    # ---- section 2: 2. the cut decision; the stages ---------------------------------------------
+    s, timers = c.s, c.timers
+    a_due, t_due, d_due = timers.due["a"], timers.due["t"], timers.due["d"]
+    cut = _pick(r.cut_mode, [(CUT_EVERY, c.cnp), (CUT_HOLD, c.cnp & timers.d_quiet)],
+                d_due & s.dec_flag)
+    first_set = (c.first & (r.first_rate != 0)) if _maybe(r.first_rate) else Const(0)
+    if not _fixed(r.first_rate):
+        first_set = wire("first_set", first_set)
+    c.first_set = first_set
+    c.action = wire("action", cut | first_set)
+    c.t_ev = wire("t_ev", t_due & ~c.action)
+    c.b_ev = wire("b_ev", c.b_fire & ~c.action) if _maybe(byte_on) else Const(0)
+    c.inc_ev = inc_ev = c.t_ev | c.b_ev
+    c.ts = wire("ts", Mux(c.t_ev, c.ts_up, s.t_stage), 8, inc_ev)
+    c.bs = (wire("bs", Mux(c.b_ev, c.bs_up, s.b_stage), 8, inc_ev) if _maybe(byte_on)
+            else s.b_stage)
+    if _maybe(r.rt_guard):
+        c.rt_big = s.rt > c.rc10
+    c.ag = p.reduce(c.ag, 2)
+    if _maybe(r.min_dec_fac):
+        c.mdf = p.reduce(c.mdf, 2)
+
+    c = p.cut("decide", c)
+    # ---- section 3: (1-g) alpha; hi/lo of the stages -----------------------------------------
+    s, a_due, cnp = c.s, c.timers.due["a"], c.cnp
+    c.decayed = wire("decayed", p.total(c.ag)[G_FRAC:], AW, a_due | cnp)
+    c.this = Mux(c.t_ev, c.ts, c.bs)
+    if _maybe(r.rt_guard):
+        c.guard = _and(r.rt_guard, ((c.ts == 1) | (c.bs == 1)) & c.rt_big)
     if _fixed(byte_on):
-        hi, lo = (umax(ts, bs), umin(ts, bs)) if byte_on else (ts, ts)
+        c.hi, c.lo = (umax(c.ts, c.bs), umin(c.ts, c.bs)) if byte_on else (c.ts, c.ts)
     else:
-        hi = wire("hi", Mux(byte_on, umax(ts, bs), ts), STAGE_BITS)
-        lo = wire("lo", Mux(byte_on, umin(ts, bs), ts), STAGE_BITS)
+        c.hi = wire("hi", Mux(byte_on, umax(c.ts, c.bs), c.ts), STAGE_BITS)
+        c.lo = wire("lo", Mux(byte_on, umin(c.ts, c.bs), c.ts), STAGE_BITS)
+    if _maybe(r.min_dec_fac):
+        c.mdf = p.reduce(c.mdf, 2)
+
+    c = p.cut("stages", c)
+    # ---- section 4: (1-g) alpha + g; the increase phase and the HAI factor; the floor ---------
+    s, a_due, cnp = c.s, c.timers.due["a"], c.cnp
+    c.raised = wire("raised", _sat_one(c.decayed + (r.g << (ALPHA_FRAC - G_FRAC))), AW,
+                    a_due | cnp)                                           # (1-g)a + g
+    if any_state:
+        c.decayed = _sat_one(c.decayed)
+    ts, bs, hi, lo, t_ev = c.ts, c.bs, c.hi, c.lo, c.t_ev
 
     def ns3_phase():
-        this = Mux(t_ev, ts, bs)
+        this = c.this
         select = Mux((bs < F) | (ts < F), RpMode.AI, RpMode.HAI)
         return Mux(s.mode == RpMode.FR, Mux(this < F, RpMode.FR, select),
                    Mux(s.mode == RpMode.AI, Mux(t_ev, select, RpMode.AI), RpMode.HAI))
@@ -223,63 +396,144 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     def counted_phase(fe):
         return Mux(hi < fe, RpMode.FR, Mux(lo > fe, RpMode.HAI, RpMode.AI))
 
-    rule = r.increase_rule
     if _fixed(rule):
-        cls = ns3_phase() if rule == INC_NS3 else counted_phase(F + (1 if rule == INC_HPCC
-                                                                      else 0))
+        cls = ns3_phase() if rule == INC_NS3 else counted_phase(c.fe)
     else:
-        cls = Mux(rule == INC_NS3, ns3_phase(), counted_phase(F + (rule == INC_HPCC)))
-    cls = wire("cls", cls)
-    off = r.hai_step == HAI_LIN1
-    off = int(off) if _fixed(off) else off
-    mult = Mux(lo + off > F, lo + off - F, 0)
-    # (lo + 1 - F reaches STAGE_MAX + 1 only with F = 0, which a run-time threshold allows)
-    mult = mult[:8] if _fixed(F) and F >= 1 else umin(mult, STAGE_MAX)
-    hai_inc = _mux(r.hai_step == HAI_CONST, _const(r.hai_rate), mult * r.hai_rate)
-    inc = Mux(cls == RpMode.AI, r.ai_rate, Mux(cls == RpMode.HAI, hai_inc, 0))
-    rt_sum = s.rt + inc
-    rt_inc = umin(rt_sum, r.max_rate)
-    if _maybe(r.rt_guard):
-        guard = _and(r.rt_guard, ((ts == 1) | (bs == 1)) & (s.rt > s.rc * 10))
-        rt_inc = Mux(guard, s.rt >> 3, rt_inc)
-    rt_inc = wire("rt_inc", rt_inc, RW, inc_ev)
-    rc_avg = wire("rc_avg", (rt_inc + s.rc) >> 1, RW, inc_ev)
-    with m.If(inc_ev):
-        m.d.comb += [
-            n.rt.eq(rt_inc),
-            n.rc.eq(umin(umax(rc_avg, r.min_rate), r.max_rate)),
-            n.t_stage.eq(ts), n.b_stage.eq(bs), n.mode.eq(cls),
-        ]
-        with m.If(t_ev):
-            timers.reload(m, "t", _mux(halve, r.t_half_cycles, r.t_cycles))
+        cls = Mux(rule == INC_NS3, ns3_phase(), counted_phase(c.fe))
+    c.cls = wire("cls", cls)
+    c.excess = lo + c.off_f       # the HAI factor before its clamps (signed)
+    if _maybe(r.min_dec_fac):
+        c.floor = wire("floor", p.total(c.mdf)[MDF_FRAC:], RW, c.action)
 
-    # ---- 5. the cut -------------------------------------------------------------------------
+    c = p.cut("alpha", c)
+    # ---- section 5: the alpha the cut uses, Rc * alpha_cut starts; HAI product starts --------
+    s, a_due = c.s, c.timers.due["a"]
+    raised, decayed = c.raised, c.decayed
+    on_cnp = r.alpha_mode == ALPHA_ON_CNP
+    per_cut = Mux(a_due, Mux(s.alpha_flag, raised, decayed), s.alpha)
+    if _fixed(on_cnp):
+        alpha_cut = (raised if r.alpha_before_cut else s.alpha) if on_cnp else \
+            wire("alpha_cut", per_cut)
+    else:
+        alpha_cut = wire("alpha_cut", Mux(on_cnp, Mux(r.alpha_before_cut, raised, s.alpha),
+                                          per_cut))
+    c.alpha_cut = alpha_cut
+    c.dec = p.msum(RW + AW, products=[(s.rc, alpha_cut)])
+    mult = Mux(c.excess > 0, c.excess, 0)
+    # (lo + 1 - F reaches STAGE_MAX + 1 only with F = 0, which a run-time threshold allows)
+    mult = mult[:8] if _fixed(F) and F >= 1 else umin(mult, STAGE_MAX)[:8]
+    c.hai = p.msum(len(Value.cast(r.hai_rate)) + 8, products=[(r.hai_rate, mult)])
+    # the cut's floors: max(floor, min_rate)
+    c.floor = umax(c.floor, r.min_rate) if _maybe(r.min_dec_fac) else r.min_rate
+
+    c = p.cut("alpha_cut", c)
+    # ---- section 6: Rc * alpha_cut and the HAI product compressed; Rc - floor ---------------
+    s = c.s
+    c.dec = p.reduce(c.dec, 4)
+    c.hai = p.reduce(c.hai, 3)
+    # Rc - floor (signed): the cut's result is Rc - dec if dec < Rc - floor, else the floor
+    c.rc_room = s.rc - c.floor
+
+    c = p.cut("dec_a", c)
+    # ---- section 7: Rc * alpha_cut compressed; the increment --------------------------------
+    c.dec = p.reduce(c.dec, 3)
+    c.hai = p.total(c.hai)
+    # dec < Rc - floor <=> Rc * alpha_cut < (Rc - floor) << gd_shift: compared beside the shift
+    c.room = c.rc_room << r.gd_shift
+
+    c = p.cut("dec_b", c)
+    # ---- section 8: Rc * alpha_cut summed; Rt + inc ----------------------------------------
+    s = c.s
+    c.dec = p.total(c.dec)
+    hai_inc = _mux(r.hai_step == HAI_CONST, _const(r.hai_rate), c.hai)
+    inc = Mux(c.cls == RpMode.AI, r.ai_rate, Mux(c.cls == RpMode.HAI, hai_inc, 0))
+    c.rt_sum = s.rt + inc
+
+    c = p.cut("product", c)
+    # ---- section 9: dec = (Rc * alpha_cut) >> gd_shift; min(Rt + inc, max_rate), guard --------
+    s = c.s
+    c.keep = c.dec < c.room         # the cut leaves more than the floor
+    c.dec = wire("dec", c.dec >> r.gd_shift)
+    rt_inc = umin(c.rt_sum, r.max_rate)
+    if _maybe(r.rt_guard):
+        rt_inc = Mux(c.guard, s.rt >> 3, rt_inc)
+    c.rt_inc = wire("rt_inc", rt_inc, RW, c.inc_ev)
+
+    c = p.cut("shift", c)
+    # ---- section 10: the cut's result; (Rt + Rc) / 2 -------------------------------------------
+    s = c.s
+    # max(Rc - dec if dec < Rc else 0, floor) (the floor >= 0)
+    # (not a named wire: in the single flow's build it is the next rc itself, so the name
+    # would be an unused alias in the Verilog)
+    c.new_rc = Mux(c.keep, s.rc - c.dec, c.floor)[:RW]
+    c.rc_avg = wire("rc_avg", (c.rt_inc + s.rc) >> 1, RW, c.inc_ev)
+    c.avg_above_min, c.avg_below_max = c.rt_inc > c.avg_lo, c.rt_inc < c.avg_hi
+
+    c = p.cut("cut", c)
+    # ---- section 11: min(max((Rt + Rc) / 2, min_rate), max_rate) (compares side by side);
+    # every next-state field ------------------------------------------------------------------
+    s, cnp, timers, action = c.s, c.cnp, c.timers, c.action
+    a_due, d_due = timers.due["a"], timers.due["d"]
+    rc_inc = Mux(c.avg_above_min, Mux(c.avg_below_max, c.rc_avg, r.max_rate),
+                 Mux(_const(r.min_rate) < r.max_rate, r.min_rate, r.max_rate))
+    new_rc = c.new_rc
+
+    m.d.comb += n.eq(s)
+    m.d.comb += n.active.eq(s.active | cnp)
+    timers.defaults(m)
+
+    # 3. alpha
+    def on_cnp_rules():
+        with m.If(cnp):
+            m.d.comb += n.alpha.eq(c.raised)
+            timers.restart(m, "a", "K")
+        with m.Elif(a_due):
+            m.d.comb += n.alpha.eq(c.decayed)
+            timers.reload(m, "a")
+
+    def periodic_rule():
+        m.d.comb += [n.alpha.eq(c.alpha_cut), n.alpha_flag.eq(0)]
+        timers.reload(m, "a")
+
+    if _fixed(on_cnp):
+        if on_cnp:
+            on_cnp_rules()
+        else:
+            with m.If(a_due):
+                periodic_rule()
+    else:
+        with m.If(on_cnp):
+            on_cnp_rules()
+        with m.Elif(a_due):
+            periodic_rule()
+
+    # 4. byte counter and rate increase
+    if _maybe(byte_on):
+        with m.If(c.txa):
+            m.d.comb += n.bc.eq(c.bc_next)
+    with m.If(c.inc_ev):
+        m.d.comb += [
+            n.rt.eq(c.rt_inc),
+            n.rc.eq(rc_inc),
+            n.t_stage.eq(c.ts), n.b_stage.eq(c.bs), n.mode.eq(c.cls),
+        ]
+        with m.If(c.t_ev):
+            timers.reload(m, "t")
+
+    # 5. the cut
     check = r.cut_mode == CUT_CHECK
     hold = r.cut_mode == CUT_HOLD
     if _maybe(check):
         with m.If(_and(check, d_due)):
-            timers.reload(m, "d", r.p_cycles)
-    clamp = _pick(r.clamp_rule, [(CLAMP_ALWAYS, Const(1)), (CLAMP_BYTE, s.b_stage != 0),
-                                 (CLAMP_TIME, s.t_stage != 0)],
-                  (s.b_stage != 0) | (s.t_stage != 0))
-    if not _fixed(r.clamp_rule):
-        clamp = wire("clamp", clamp)
-    dec = wire("dec", (s.rc * alpha_cut) >> r.gd_shift)
-    cut_rc = wire("cut_rc", Mux(dec < s.rc, s.rc - dec, 0), RW, action)
-    new_rc = umax(cut_rc, r.min_rate)
-    if _maybe(r.min_dec_fac):
-        floor = wire("floor", (s.rc * r.min_dec_fac + ((1 << MDF_FRAC) - 1)) >> MDF_FRAC, RW,
-                     action)
-        new_rc = umax(umax(cut_rc, floor), r.min_rate)
-    new_rc = wire("new_rc", new_rc)
+            timers.reload(m, "d")
     with m.If(action):
-        m.d.comb += [n.rc.eq(new_rc), n.rt.eq(Mux(clamp, s.rc, s.rt))]
+        m.d.comb += [n.rc.eq(new_rc), n.rt.eq(Mux(c.clamp, s.rc, s.rt))]
         if _maybe(r.first_rate):
-            with m.If(first_set):
+            with m.If(c.first_set):
                 m.d.comb += [n.rc.eq(r.first_rate), n.rt.eq(r.first_rate)]
         m.d.comb += [n.t_stage.eq(0), n.b_stage.eq(0), n.mode.eq(RpMode.FR)]
         timers.restart(m, "t", "T")
-        reload_bc = _and(byte_on, _or(_not(r.bc_reload_on_clamp_only), clamp | first_set))
+        reload_bc = _and(byte_on, _or(_not(r.bc_reload_on_clamp_only), c.clamp | c.first_set))
         if _maybe(reload_bc):
             with _when(m, reload_bc):
                 m.d.comb += n.bc.eq(r.byte_reset)
@@ -290,11 +544,11 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
             with _when(m, check):
                 m.d.comb += n.dec_flag.eq(0)
 
-    # ---- 6. the CNP's flags ---------------------------------------------------------------
+    # 6. the CNP's flags
     periodic = _not(on_cnp)
     if _maybe(periodic):
         with m.If(_and(cnp, periodic)):
-            with m.If(first):
+            with m.If(c.first):
                 timers.restart(m, "a", "K")
                 m.d.comb += n.alpha_flag.eq(0)
             with m.Else():
@@ -302,8 +556,9 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     if _maybe(check):
         with m.If(_and(cnp, check)):
             m.d.comb += n.dec_flag.eq(1)
-            with m.If(first):
+            with m.If(c.first):
                 timers.restart(m, "d", "P1")
+    return c
 
 
 class _CounterTimers:
@@ -314,6 +569,16 @@ class _CounterTimers:
         self.s, self.n, self.r = s, n, r
         self.due = {k: s[k + "_cnt"] == 1 for k in "atd"}
         self.d_quiet = s.d_cnt <= 1
+        self.reloads = {}
+
+    def staged(self, fn):
+        new = copy(self)
+        new.s, new.due, new.d_quiet = fn(self.s, "s"), fn(self.due, "due"), fn(self.d_quiet, "dq")
+        new.reloads = fn(self.reloads, "reload")
+        return new
+
+    def prepare(self, m, reloads):
+        self.reloads = dict(reloads)
 
     def defaults(self, m):
         for k in "atd":
@@ -325,8 +590,8 @@ class _CounterTimers:
         value = {"K": r.k_cycles, "T": r.t_cycles, "P": r.p_cycles, "P1": r.p_cycles + 1}
         m.d.comb += self.n[k + "_cnt"].eq(value[period])
 
-    def reload(self, m, k, value):
-        m.d.comb += self.n[k + "_cnt"].eq(value)
+    def reload(self, m, k):
+        m.d.comb += self.n[k + "_cnt"].eq(self.reloads[k])
 
 
 class RpDatapath:
@@ -360,8 +625,7 @@ class RpDatapath:
         s, n = self.state, self.next_state
         cnp = named_wire(m, "cnp", self.ev_valid & (self.ev.kind == RpEventKind.CNP))
         tx = self.ev_valid & (self.ev.kind == RpEventKind.TX)
-        # Default: every field keeps its value; the steps override in order.
-        m.d.comb += n.eq(s)
+        # (every field keeps its value unless a step overrides it)
         build_rp_update(m, s=s, n=n, r=r, rate_width=cfg.rate_width, cnp=cnp, tx=tx,
                         tx_bytes=self.ev.bytes, timers=_CounterTimers(s, n, r))
 
