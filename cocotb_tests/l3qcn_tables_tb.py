@@ -23,6 +23,7 @@ from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
 from cocotb_tests.infra.tb import TBBase, env_count, env_seed, test_seed
 from gateware.tops import TOPS
 from hw.layouts import HtOp, HtStatus
+from hw.switch.hash_table import HashTable
 from sim.models.hash_table import HashTableModel, HtCodec
 
 
@@ -127,8 +128,9 @@ async def random_commands(dut):
 
 @cocotb.test()
 async def one_per_clock(dut):
-    """Always-valid source and always-ready sink: one result per clock, the first 2 edges
-    after the first command (after the reset-time clearing of every bucket)."""
+    """Always-valid source and always-ready sink: one result per clock, the first
+    ``HashTable.LATENCY`` (5) edges after the first command (after the reset-time clearing of
+    every bucket)."""
     cfg = TOPS[os.environ["CC_TOP"]].config
     tb = TableTB(dut, cfg, test_seed(9))
     cycles: list[int] = []
@@ -144,5 +146,5 @@ async def one_per_clock(dut):
     await ClockCycles(dut.clk, 2)
     assert cycles == list(range(cycles[0], cycles[0] + 400)), "a bubble in the results"
     assert accepts == list(range(accepts[0], accepts[0] + 400)), "a bubble in the commands"
-    assert cycles[0] - accepts[0] == 2
+    assert cycles[0] - accepts[0] == HashTable.LATENCY
     assert accepts[0] >= cfg.buckets        # cleared first

@@ -2,6 +2,7 @@
 reference, and the RTL in Amaranth's simulator against the model, op by op (the long runs are
 in cocotb_tests/test_l3qcn_tables.py)."""
 
+import os
 import random
 
 import pytest
@@ -156,3 +157,211 @@ def test_rtl_matches_model(p_ready):
     assert got == expected
     assert state["occ"] == model.occupancy
     assert state["counters"] == (model.lookups, model.misses, model.full)
+
+
+# ---- the pipeline's hazards: a command right behind others of the same bucket / key ------------
+
+#: stages between the accepting edge and the result (HashTable.LATENCY); the forwarding covers
+#: the commands up to 4 slots ahead, the tests go one further
+DISTANCES = range(1, HashTable.LATENCY + 2)
+
+
+def run_timed(cfg, ops, p_ready=1.0, seed=5):
+    """Drive ``ops`` (None: an idle cycle) back to back; returns the results, the accept cycle
+    of every command, the cycle of every result, and the final counters."""
+    dut = HashTable(cfg)
+    codec = HtCodec(cfg)
+    n = sum(op is not None for op in ops)
+    log = {"accepts": [], "results": [], "bits": []}
+
+    async def sender(ctx):
+        for op in ops:
+            if op is None:
+                ctx.set(dut.cmd.valid, 0)
+                await ctx.tick()
+                continue
+            ctx.set(dut.cmd.payload.as_value(), codec.pack_command(*op))
+            ctx.set(dut.cmd.valid, 1)
+            await ctx.tick().until(dut.cmd.ready)
+        ctx.set(dut.cmd.valid, 0)
+
+    async def monitor(ctx):
+        rng, cycle = random.Random(seed), 0
+        while len(log["bits"]) < n:
+            ctx.set(dut.result.ready, rng.random() < p_ready)
+            *_, cv, cr, rv, rr, payload = await ctx.tick().sample(
+                dut.cmd.valid, dut.cmd.ready, dut.result.valid, dut.result.ready,
+                dut.result.payload)
+            if cv and cr:
+                log["accepts"].append(cycle)
+            if rv and rr:
+                log["results"].append(cycle)
+                log["bits"].append(payload.as_value().value)
+            cycle += 1
+        log["counters"] = (ctx.get(dut.occupancy), ctx.get(dut.lookups), ctx.get(dut.misses),
+                           ctx.get(dut.full))
+
+    run_testbenches(dut, sender, monitor)
+    log["got"] = [codec.unpack_result(b) for b in log["bits"]]
+    return log
+
+
+def check_against_model(cfg, ops, **kw):
+    model = HashTableModel(cfg)
+    expected = [model.command(*op) for op in ops if op is not None]
+    log = run_timed(cfg, ops, **kw)
+    for i, (want, got) in enumerate(zip(expected, log["got"], strict=True)):
+        assert got == want, f"result {i}: {got} != model {want}"
+    assert log["counters"] == (model.occupancy, model.lookups, model.misses, model.full)
+    return log, expected
+
+
+HAZARD_CFG = HashTableConfig(buckets=16, ways=2, key_width=16, value_width=8, tag_width=3)
+
+
+def hazard_ops(cfg, rng, filler):
+    """For every distance d in DISTANCES, each hazard with its second command d slots behind the
+    first (d - 1 fillers between): LOOKUP after ADD; REMOVE then ADD back; two ADDs of different
+    keys to the same buckets (and a third, FULL, key); LEARN (refresh) then LOOKUP; REMOVE
+    then LOOKUP; ADD then ADD (DUPLICATE); LEARN then LEARN (REFRESHED); REMOVE from a full
+    pair of buckets then ADD.  ``filler``: "idle" (no command), "lookup" (absent keys of
+    other buckets) or "write" (LEARN / REMOVE of keys of other buckets).  Each case ends with
+    lookups of its keys and their removal, so the table is empty between cases."""
+    ops, serial = [], iter(range(1, 1 << 20))
+
+    def val():
+        return next(serial) % (1 << cfg.value_width) or 1
+
+    def group(n):
+        """``n`` keys with the same two candidate buckets, and keys of other buckets."""
+        keys = colliding_keys(cfg, n, rng)
+        b0, b1 = cfg.buckets_of(keys[0])
+        others = []
+        while len(others) < 8:
+            k = rng.getrandbits(cfg.key_width)
+            c0, c1 = cfg.buckets_of(k)
+            if c0 != b0 and c1 != b1:
+                others.append(k)
+        return keys, others
+
+    def fill(count, others):
+        out = []
+        for i in range(count):
+            if filler == "idle":
+                out.append(None)
+            elif filler == "lookup":
+                out.append((HtOp.LOOKUP, others[i % 4], 0, 7))
+            else:
+                k = others[4 + (i // 2) % 4]
+                out.append((HtOp.LEARN, k, val(), 6) if i % 2 == 0 else (HtOp.REMOVE, k, 0, 6))
+        return out
+
+    def settle(keys, others):
+        """Spacing, then look every key up and remove it (and the fillers' keys)."""
+        tail = [None] * (HashTable.LATENCY + 1)
+        tail += [(HtOp.LOOKUP, k, 0, 5) for k in keys]
+        tail += [(HtOp.REMOVE, k, 0, 5) for k in keys + others[4:]]
+        return tail + [None] * (HashTable.LATENCY + 1)
+
+    for d in DISTANCES:
+        # LOOKUP after ADD
+        (k,), oth = group(1)
+        ops += [(HtOp.ADD, k, val(), 1)] + fill(d - 1, oth) + [(HtOp.LOOKUP, k, 0, 2)]
+        ops += settle([k], oth)
+        # REMOVE then ADD back (then LOOKUP at the same distance)
+        (k,), oth = group(1)
+        ops += [(HtOp.ADD, k, val(), 1)] + [None] * HashTable.LATENCY
+        ops += [(HtOp.REMOVE, k, 0, 2)] + fill(d - 1, oth) + [(HtOp.ADD, k, val(), 3)]
+        ops += fill(d - 1, oth) + [(HtOp.LOOKUP, k, 0, 4)]
+        ops += settle([k], oth)
+        # ADDs of different keys to the same buckets: each its own way, then FULL
+        keys, oth = group(2 * cfg.ways + 1)
+        for i, k in enumerate(keys):
+            ops += ([] if i == 0 else fill(d - 1, oth)) + [(HtOp.ADD, k, val(), 1)]
+        ops += settle(keys, oth)
+        # LEARN (refresh) then LOOKUP; LEARN then LEARN
+        (k,), oth = group(1)
+        ops += [(HtOp.LEARN, k, val(), 1)] + fill(d - 1, oth) + [(HtOp.LEARN, k, val(), 2)]
+        ops += fill(d - 1, oth) + [(HtOp.LOOKUP, k, 0, 3)]
+        ops += settle([k], oth)
+        # REMOVE then LOOKUP; ADD then ADD (DUPLICATE)
+        (k,), oth = group(1)
+        ops += [(HtOp.ADD, k, val(), 1)] + fill(d - 1, oth) + [(HtOp.ADD, k, val(), 2)]
+        ops += fill(d - 1, oth) + [(HtOp.REMOVE, k, 0, 3)] + fill(d - 1, oth)
+        ops += [(HtOp.LOOKUP, k, 0, 4)]
+        ops += settle([k], oth)
+        # a full pair of buckets: REMOVE one key, then ADD a new one in the freed way
+        keys, oth = group(2 * cfg.ways + 1)
+        ops += [(HtOp.ADD, k, val(), 1) for k in keys[:-1]]
+        ops += [(HtOp.REMOVE, keys[d % (2 * cfg.ways)], 0, 2)] + fill(d - 1, oth)
+        ops += [(HtOp.ADD, keys[-1], val(), 3)] + fill(d - 1, oth)
+        ops += [(HtOp.LOOKUP, keys[-1], 0, 4)]
+        ops += settle(keys, oth)
+    return ops
+
+
+@pytest.mark.parametrize("filler", ["idle", "lookup", "write"])
+def test_hazards_back_to_back(filler):
+    """Every hazard at every distance, one command per clock: exact results and counters, no
+    bubble, a fixed latency."""
+    cfg = HAZARD_CFG
+    ops = hazard_ops(cfg, random.Random(3), filler)
+    log, expected = check_against_model(cfg, ops)
+    statuses = {(r.op, r.status) for r in expected}
+    assert {(HtOp.ADD, HtStatus.FULL), (HtOp.ADD, HtStatus.DUPLICATE),
+            (HtOp.LEARN, HtStatus.REFRESHED), (HtOp.LOOKUP, HtStatus.OK),
+            (HtOp.LOOKUP, HtStatus.NOT_FOUND), (HtOp.REMOVE, HtStatus.OK)} <= statuses
+    # one command per clock: the commands go in exactly on their slots, the results follow
+    # at the pipeline's latency
+    first, slots = log["accepts"][0], [i for i, op in enumerate(ops) if op is not None]
+    assert log["accepts"] == [first + s for s in slots]
+    assert log["results"] == [a + HashTable.LATENCY for a in log["accepts"]]
+
+
+def test_hazards_with_back_pressure():
+    """The same hazards with random result back-pressure (the pipeline stalls as a whole)."""
+    cfg = HAZARD_CFG
+    ops = hazard_ops(cfg, random.Random(4), "write")
+    check_against_model(cfg, ops, p_ready=0.5, seed=11)
+
+
+def hot_ops(cfg, rng, n):
+    """Random commands over a few hot keys of two pairs of buckets (so full buckets, and keys
+    coming and going in the same ways, back to back), some pool keys and fresh keys; runs of
+    commands of one key; idle cycles now and then."""
+    hot = colliding_keys(cfg, 2 * cfg.ways + 2, rng) + colliding_keys(cfg, 2 * cfg.ways, rng)
+    pool = [rng.getrandbits(cfg.key_width) for _ in range(3 * cfg.capacity)]
+    ops, key = [], hot[0]
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.05:
+            ops.append(None)
+            continue
+        if r < 0.3:
+            pass                                      # the same key again
+        elif r < 0.75:
+            key = rng.choice(hot)
+        elif r < 0.95:
+            key = rng.choice(pool)
+        else:
+            key = rng.getrandbits(cfg.key_width)
+        op = rng.choices(list(HtOp), weights=(3, 3, 3, 2))[0]
+        ops.append((op, key, rng.getrandbits(cfg.value_width), rng.getrandbits(cfg.tag_width)))
+    return ops
+
+
+@pytest.mark.parametrize("cfg", [
+    HashTableConfig(buckets=4, ways=2, key_width=16, value_width=8, tag_width=3),
+    HashTableConfig(buckets=16, ways=4, key_width=24, value_width=12, tag_width=2)],
+    ids=["4x2", "16x4"])
+def test_random_hot_keys(cfg):
+    """A long seeded random run with hot keys and buckets against the model.  HT_COMMANDS sets
+    the number of commands per configuration (default 2000; >= 100000 for a soak), HT_SEED
+    the seed (printed)."""
+    n = int(os.environ.get("HT_COMMANDS", "2000"))
+    seed = int(os.environ.get("HT_SEED", "2024"))
+    print(f"test_random_hot_keys: seed {seed} (HT_SEED), {n} commands (HT_COMMANDS)")
+    ops = hot_ops(cfg, random.Random(seed), n)
+    for p_ready in (1.0, 0.7):               # one command per clock; then back-pressure
+        _, expected = check_against_model(cfg, ops, p_ready=p_ready, seed=seed)
+        assert {r.status for r in expected} == set(HtStatus)

@@ -179,7 +179,7 @@ class L3qcnCp(wiring.Component):
     Latency and throughput
     ----------------------
     One frame per clock except while a sample is in flight (the QCN CP's 4 bubbles, then the
-    table lookup (2 cycles) and the hand-over to the generator).  The path back-pressures
+    table lookup (5 cycles) and the hand-over to the generator).  The path back-pressures
     rather than drops: a CNP takes 18 cycles, a private CNM 14 at the defaults, while samples
     are at least ``min(sample_lo)`` bytes (16102 B at the defaults, hundreds of frames) apart.
     """

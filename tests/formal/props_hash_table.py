@@ -4,7 +4,8 @@ entries; every key has two candidate buckets, so a table of 4 entries can alread
 a key).
 
 The harness adds an asynchronous read port to each of the table's block RAMs (one per side
-and way) for every bucket, so the properties speak of the table's real contents; the
+and way) for every bucket and lays the table's pending write over it (a decision is written to
+the RAM at the edge after it), so the properties speak of the table's real contents; the
 environment is any command stream (any op, key, value, tag), any back-pressure on
 ``result``, from the reset state.  Asserted every cycle:
 
@@ -23,7 +24,9 @@ environment is any command stream (any op, key, value, tag), any back-pressure o
   tie), in its lowest free way (the 2-left policy the table's load figures rest on).
 
 Bounded (BMC): the reset sweep, then enough commands to fill both candidate buckets of a key
-and refuse it (the covers show it), at a 2-edge latency.
+and refuse it (the covers show it), at the 5-edge latency (``HashTable.LATENCY``): depth 13
+= the 2-cycle sweep, 5 back-to-back commands (the last one 4 behind the first, the longest
+forwarding distance) and the last one's result.  Depth 14 did not finish in 7 minutes.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from __future__ import annotations
 from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Mux, ResetSignal, Signal
 from amaranth.hdl._ast import AnyConst, AnySeq
 
-from hw.layouts import HtOp, HtStatus, ht_command_layout
+from hw.layouts import HtOp, HtStatus, ht_command_layout, ht_entry_layout
 from hw.lib.arith import popcount
 from hw.switch.hash_table import HashTable, h3_hash
 from hw.switch.hash_table_config import HashTableConfig
@@ -53,7 +56,9 @@ def _table(cfg: HashTableConfig):
         inner = dut.elaborate(None)
         m.submodules.dut = inner
         SB, W = cfg.side_buckets, cfg.ways
-        # entries[side][bucket][way]: the RAM word, read asynchronously
+        # entries[side][bucket][way]: the RAM word, read asynchronously, or the table's pending
+        # write (decided at the previous edge, written to the RAM at the next one)
+        pending, rec = dut._pending
         entries = []
         for side in (0, 1):
             per_bucket = [[] for _ in range(SB)]
@@ -61,8 +66,12 @@ def _table(cfg: HashTableConfig):
                 mem = inner._named_submodules[f"side{side}_way{w}"][0]
                 for b in range(SB):
                     port = mem.read_port(domain="comb")
-                    m.d.comb += port.addr.eq(b)
-                    per_bucket[b].append(port.data)
+                    word = Signal(ht_entry_layout(cfg), name=f"entry{side}_{b}_{w}")
+                    here = pending & rec["we"][side][w] & (rec["index"][side] == b)
+                    m.d.comb += [port.addr.eq(b),
+                                 word.eq(Mux(here, Cat(rec["valid"], rec["key"], rec["value"]),
+                                             port.data))]
+                    per_bucket[b].append(word)
             entries.append(per_bucket)
         flat = [(side, b, e) for side in (0, 1) for b in range(SB) for e in entries[side][b]]
         words = Cat(*(e.as_value() for _, _, e in flat))
@@ -76,13 +85,17 @@ def _table(cfg: HashTableConfig):
         accept = dut.cmd.valid & dut.cmd.ready
         taken = dut.result.valid & dut.result.ready
 
-        # the command of each result (mirror of the 2-edge pipeline, moved by the ports)
-        h_valid, h_cmd = Signal(), Signal(ht_command_layout(cfg))
+        # the command of each result (mirror of the pipeline's stages, moved by the ports)
+        depth = HashTable.LATENCY - 1
+        h_valid = [Signal(name=f"mirror_valid{k}") for k in range(depth)]
+        h_cmd = [Signal(ht_command_layout(cfg), name=f"mirror_cmd{k}") for k in range(depth)]
         o_cmd = Signal(ht_command_layout(cfg))
         with m.If(advance):
-            m.d.sync += [h_valid.eq(accept), h_cmd.eq(cmd)]
-            with m.If(h_valid):
-                m.d.sync += o_cmd.eq(h_cmd)
+            m.d.sync += [h_valid[0].eq(accept), h_cmd[0].eq(cmd)]
+            m.d.sync += [h_valid[k].eq(h_valid[k - 1]) for k in range(1, depth)]
+            m.d.sync += [h_cmd[k].eq(h_cmd[k - 1]) for k in range(1, depth)]
+            with m.If(h_valid[-1]):
+                m.d.sync += o_cmd.eq(h_cmd[-1])
         with m.If(dut.result.valid):
             m.d.comb += [Assert(res.key == o_cmd.key), Assert(res.op == o_cmd.op),
                          Assert(res.tag == o_cmd.tag)]
@@ -198,6 +211,6 @@ def _table(cfg: HashTableConfig):
 PROPERTIES = [
     Property("hash_table.tiny", "2-left table (4-bit keys, 2x2 buckets, 2 ways): lookups "
              "return only the key's own value, occupancy = valid ways, FULL changes nothing",
-             _table(TINY), mode="bmc", depth=10, cover_depth=10, timeout=600,
+             _table(TINY), mode="bmc", depth=13, cover_depth=13, timeout=1200,
              extra_script=("prep -top top", "flatten", "memory_map", "opt_clean")),
 ]
