@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from hw.nic.timer_wheel import TimerWheel
+from hw.nic.timer_wheel import TimerWheel, summary_group_words
 from hw.nic.timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
 from hw.params import ConfigError
 from sim.models.timer_wheel import TimerWheelModel
@@ -45,8 +45,9 @@ class Run:
     ready.  ``pops`` collects (cycle, flow, gen, slot) of every pop taken; ``decisions`` the
     model's (cycle, flow, gen, target, slot, displacement, absolute slot time)."""
 
-    def __init__(self, cfg, cycles, source, ready=lambda cyc: True):
+    def __init__(self, cfg, cycles, source, ready=lambda cyc: True, group_words=None):
         self.cfg, self.cycles, self.source, self.ready = cfg, cycles, source, ready
+        self.group_words = group_words
         self.model = TimerWheelModel(cfg)
         self.pops: list[tuple[int, int, int, int]] = []
         self.decisions = []
@@ -55,7 +56,7 @@ class Run:
 
     def run(self):
         cfg, model = self.cfg, self.model
-        dut = TimerWheel(cfg)
+        dut = TimerWheel(cfg, group_words=self.group_words)
         mask = (1 << cfg.time_width) - 1
         names = ["occupancy", "max_occupancy", "max_displacement", "overflow", "overflow_count"]
 
@@ -273,15 +274,93 @@ def _check_pops_against_decisions(cfg, r):
     assert all(not v for v in times.values())
 
 
+# -- the two-level summary: searches across groups ------------------------------------------
+
+def test_summary_structure():
+    """The default split of the 2048 words of the default wheel: 32 groups of 64 words; the
+    small test configurations get several groups (so the tests here cross groups)."""
+    assert summary_group_words(TimerWheelConfig().n_words) == 64
+    assert summary_group_words(CFG.n_words) == 4        # 16 words: 4 groups of 4
+    assert summary_group_words(CFG32.n_words) == 4      # 8 words: 2 groups of 4
+    assert summary_group_words(CFG4.n_words) == 4
+    assert summary_group_words(2) == 2                  # the smallest wheel: one group
+    assert summary_group_words(16, 1) == 1 and summary_group_words(16, 16) == 16
+    for bad in (3, 32, 0):
+        with pytest.raises(ValueError):
+            summary_group_words(16, bad)
+
+
+def _fill_then_burst(fill, burst_at, T, n, group_words=None):
+    """Entries with distinct increasing deadlines ``fill`` (one per cycle, each at cycle
+    max(4 + i, deadline - H + 6), so on time), then n entries with deadline T, one per
+    cycle from ``burst_at``.  Returns the run and the expected pops (cycle, flow, gen, slot):
+    the fill entries at their deadlines; the burst takes the free times from T on in insert
+    order (a sorted-list reference, independent of the wheel), each popping at its time."""
+    H, S = CFG.horizon, CFG.slots
+    plan = {}
+    cyc = 0
+    for i, dl in enumerate(fill):
+        cyc = max(4 + i, dl - H + 6)
+        assert cyc + L <= dl <= cyc + H and cyc not in plan
+        plan[cyc] = (dl % 16, 0, dl)
+    assert cyc < burst_at and burst_at + n - 1 + L <= T <= burst_at + H
+    taken = set(fill)
+    want = [(dl, dl % 16, 0, dl % S) for dl in fill]
+    t = T
+    for i in range(n):
+        plan[burst_at + i] = (i % 16, 1, T)
+        while t in taken:
+            t += 1
+        taken.add(t)
+        want.append((t, i % 16, 1, t % S))
+    r = Run(CFG, max(taken) + 20, _schedule(plan), group_words=group_words).run()
+    return r, sorted(want)
+
+
+@pytest.mark.parametrize("group_words", [None, 2])
+def test_search_skips_a_full_group(group_words):
+    """CFG: words of 16 slots, groups of 4 words (64 slots).  Group 2 (times 128..191) is
+    filled completely, then a burst with deadline 120 (the last word of group 1): 8 entries
+    take 120..127, the next ones find their target word full and the next group full, and
+    land in group 3 from 192 on."""
+    r, want = _fill_then_burst(range(128, 192), 70, 120, 20, group_words)
+    assert r.pops == want
+    assert [p[0] for p in want if p[2] == 1] == list(range(120, 128)) + list(range(192, 204))
+    assert r.model.max_disp == 192 + 11 - 120
+
+
+@pytest.mark.parametrize("group_words", [None, 1])
+def test_search_wraps_from_last_group_to_first(group_words):
+    """Group 3 (the last: times 192..255, slots 192..255) filled completely, then a burst
+    with deadline 184 (the last word of group 2): 8 entries take 184..191, the rest skip the
+    full last group and wrap to slot 0 (time 256), the first word of the first group."""
+    r, want = _fill_then_burst(range(192, 256), 140, 184, 20, group_words)
+    assert r.pops == want
+    assert [p[3] for p in want if p[2] == 1] == list(range(184, 192)) + list(range(0, 12))
+
+
+def test_search_within_group_and_to_next_group_word_boundary():
+    """Words 5 and 6 (times 80..111, inside group 1) filled, a burst with deadline 76 (word
+    4): 4 entries take 76..79, the next skip the two full words of the same group and land in
+    word 7 (112..), and, once that word is full too, in the next group (128..)."""
+    r, want = _fill_then_burst(range(80, 112), 40, 76, 24)
+    assert r.pops == want
+    assert [p[0] for p in want if p[2] == 1] == list(range(76, 80)) + list(range(112, 132))
+
+
 # -- random long run ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cfg", [CFG, CFG4], ids=["B16", "B4"])
-def test_random_long_run(cfg):
+@pytest.mark.parametrize("cfg,group_words,div", [
+    (CFG, None, 1), (CFG4, None, 4),
+    # other summary structures (behaviour unchanged): one word per group (the group summary
+    # is the whole search), two words per group, one group (no second level)
+    (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 4), (CFG4, 2, 4)],
+    ids=["B16", "B4", "B16-K1", "B16-K2", "B16-K16", "B4-K2"])
+def test_random_long_run(cfg, group_words, div):
     seed = _seed()
     rng = random.Random(seed)
     cycles = 100_000 if os.environ.get("CC_LONG") == "1" else 20_000
-    if cfg is CFG4:
-        cycles //= 4
+    cycles //= div
     mask = (1 << cfg.time_width) - 1
     H = cfg.horizon
     state = {"burst": None, "p_ins": 0.5, "p_rdy": 0.9}
@@ -317,7 +396,7 @@ def test_random_long_run(cfg):
         return (rng.random() < state["p_rdy"] or r.model.lag(cyc & mask) > regime
                 or cyc >= cycles - drain)
 
-    r = Run(cfg, cycles, src, ready=ready)
+    r = Run(cfg, cycles, src, ready=ready, group_words=group_words)
     r.run()
     assert len(r.decisions) > cycles // 4
     _check_pops_against_decisions(cfg, r)
