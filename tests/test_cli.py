@@ -290,9 +290,13 @@ def test_ctrl_c_of_a_real_process(tmp_path):
     path.write_text(raw.replace("senders = 4", "senders = 4"))
     out_dir = tmp_path / "out"
     env = {**os.environ, "PYTHONWARNINGS": ""}
+    # the child starts with SIGINT at its default disposition: a suite launched in the
+    # background of a non-interactive shell inherits SIGINT ignored, and Python then installs
+    # no KeyboardInterrupt handler
     proc = subprocess.Popen([sys.executable, "-m", "sim", "run", str(path), "--out",
                              str(out_dir), "--no-plots"], stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     done = out_dir / "slow" / "dctcp_fct.csv"
     while not done.exists() and time.monotonic() < deadline and proc.poll() is None:

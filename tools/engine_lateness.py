@@ -35,7 +35,7 @@ from collections import Counter
 
 from hw.nic.dcqcn_engine import DcqcnDatapath, DcqcnEngineConfig
 from hw.nic.flow_datapath import CtlOp
-from hw.nic.flow_engine import LATE_BUCKETS, PIPE_DEPTH, late_bucket
+from hw.nic.flow_engine import LATE_BUCKETS, late_bucket, pipe_depth
 from sim.models.dcqcn import DcqcnDatapathModel
 from sim.models.flow_engine import FlowEngineModel
 
@@ -55,9 +55,9 @@ class _Recording(DcqcnDatapathModel):
 
 
 def run(flows: int, congested: float, tx_load: float, cnp_gap_us: float, us: float,
-        seed: int) -> dict:
+        seed: int, pipelined: bool = True) -> dict:
     cfg = DcqcnEngineConfig.for_flows(flows)
-    dp = DcqcnDatapath(cfg.rp, cfg.engine.time_width)
+    dp = DcqcnDatapath(cfg.rp, cfg.engine.time_width, pipelined=pipelined)
     dpm = _Recording(dp)
     model = FlowEngineModel(cfg.engine, dpm)
     model.log_issue = False
@@ -100,10 +100,10 @@ def run(flows: int, congested: float, tx_load: float, cnp_gap_us: float, us: flo
     buckets = [0] * len(LATE_BUCKETS)
     for late, n in hist.items():
         buckets[late_bucket(late)] += n
-    # the engine's counters (late_h0 ...) are the same, but for the <= PIPE_DEPTH expiries
+    # the engine's counters (late_h0 ...) are the same, but for the expiries
     # still in the pipeline
     assert all(0 <= b - h for b, h in zip(buckets, model.hist, strict=True))
-    assert sum(buckets) - sum(model.hist) <= PIPE_DEPTH, (buckets, model.hist)
+    assert sum(buckets) - sum(model.hist) <= pipe_depth(dp.latency), (buckets, model.hist)
     return {"flows": flows, "congested": len(hot), "cycles": model.cycle - c0,
             "events": model.issued - e0, "expiries": total, "hist": hist, "buckets": buckets,
             "late_max": max(hist) if hist else 0,
@@ -157,17 +157,20 @@ def main(argv=None):
     ap.add_argument("--us", type=float, default=1500.0, help="simulated time (default 1500 us)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--one-cycle", action="store_true",
+                    help="the one-cycle DCQCN datapath (default: the engine top's, 12 cycles)")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     if a.sweep:
         print("congested  flows  events/cycle  expiries  mean   p99  max  TX held (cycles)")
         for frac in (0.005, 0.01, 0.02, 0.03, 0.05):
-            r = run(a.flows, frac, a.tx_load, a.cnp_gap_us, a.us, a.seed)
+            r = run(a.flows, frac, a.tx_load, a.cnp_gap_us, a.us, a.seed, not a.one_cycle)
             print(f"{frac:8.3f} {r['congested']:6d} {r['events'] / r['cycles']:12.3f} "
                   f"{r['expiries']:9d} {r['late_mean']:6.2f} {percentile(r['hist'], .99):5d} "
                   f"{r['late_max']:5d} {r['held_tx']:9d}", flush=True)
     else:
-        report(run(a.flows, a.congested, a.tx_load, a.cnp_gap_us, a.us, a.seed))
+        report(run(a.flows, a.congested, a.tx_load, a.cnp_gap_us, a.us, a.seed,
+                   not a.one_cycle))
     print(f"({time.perf_counter() - t0:.0f} s)")
 
 

@@ -315,8 +315,8 @@ class L3qcnTor(wiring.Component):
     ----------------------
     Packets are taken one beat per clock; after a packet's last beat the converter spends 2
     cycles classifying (checksums, then the decision), a private CNM 1 more to issue the
-    lookup and 2 for its result, then hands the CNM request on; ``packet.ready`` is low
-    meanwhile (5 cycles per private CNM, 2 per other packet, plus any CNM back-pressure).
+    lookup and 5 for its result, then hands the CNM request on; ``packet.ready`` is low
+    meanwhile (8 cycles per private CNM, 2 per other packet, plus any CNM back-pressure).
     """
 
     def __init__(self, config: L3qcnTorConfig):
