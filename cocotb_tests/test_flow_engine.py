@@ -25,15 +25,14 @@ from cocotb_tests.infra.build import build_top, run_cocotb, run_length
 from gateware.tops import TOPS
 from hw.nic.dcqcn_config import PROFILES, DcqcnRpConfig
 
-#: The engine tops take too long to Verilate for ``make test`` (the 1024-flow toy with its full
-#: wheel: 101 MB of Verilog; the DCQCN build with the 8192-slot wheel: 7.6 MB, whose C++ build
-#: took more than 40 minutes on the 2-core machine), so these runs are opt-in: ``CC_ENGINE=1``.
-#: ``make test`` covers the engine in the Amaranth simulator (tests/test_flow_engine.py,
-#: tests/test_flow_engine_algos.py: the same RTL at 16 flows, every output every cycle).
+#: The engine tops on Verilator: with the timer wheel's two-level summary their Verilog is a
+#: few MB and each build takes about a minute; the DCQCN and QCN runners use an 8192-slot wheel
+#: (CC_FULL_WHEEL=1 for the tops' own 65536) to keep the builds short.  ``CC_ENGINE=0`` skips
+#: them (the Amaranth-simulator tests, tests/test_flow_engine*.py, cover the same RTL at 16
+#: flows every output every cycle).
 pytestmark = pytest.mark.skipif(
-    os.environ.get("CC_ENGINE", "0") in ("", "0"),
-    reason="engine tops on Verilator are opt-in (CC_ENGINE=1): their builds take longer than "
-           "the whole suite; tests/test_flow_engine*.py cover the RTL in the Amaranth simulator")
+    os.environ.get("CC_ENGINE", "1") in ("", "0"),
+    reason="engine tops on Verilator skipped (CC_ENGINE=0)")
 
 TB = "cocotb_tests.flow_engine_tb"
 TOP = "flow_engine_toy"
@@ -109,13 +108,16 @@ def test_dcqcn_engine_random_events(profile):
 
 @pytest.mark.cocotb
 def test_qcn_engine_random_events():
-    """QCN engine, 1024 flows, IEEE 802.1Q reset values: as the DCQCN runs (the jittered
-    reloads draw the engine-wide LFSR in the model's order)."""
+    """QCN engine, 1024 flows, IEEE 802.1Q reset values but timers of 2000 / 1000 cycles with
+    +/- 25 % jitter, written at run time (the MIB's 15 ms would not expire within the run): as
+    the DCQCN runs (the jittered reloads draw the engine-wide LFSR in the model's order)."""
     top = "qcn_engine_1k"
+    regs = json.dumps({"time_lo": 1500, "time_span": 1000, "time_lo_half": 750,
+                       "time_span_half": 500})
     b, extra = algo_build(top)
     run_cocotb(b, TB, "random_events",
                env=engine_env(top, QCN_DP, run_length(6_000, LONG_EVENTS, "CC_EVENTS"), 31,
-                              **extra))
+                              CC_REGS=regs, **extra))
 
 
 @pytest.mark.cocotb
