@@ -300,6 +300,28 @@ def test_ctl_write_and_read_in_flight():
     assert last3.algo.cnt == 84 and last3.en == 1
 
 
+def queue_random_traffic(h: Harness, rng: random.Random, n: int, *, cn_hot: bool = False):
+    """Queue ``n`` TX events over 16 flows (a hot flow half the time, changed every 200), CNs
+    (of the TX's flow, or with ``cn_hot`` of the hot flow half the time), control operations of
+    every kind and a few register writes."""
+    hot = 0
+    for i in range(n):
+        if i % 200 == 0:
+            hot = rng.randrange(16)
+        f = hot if rng.random() < 0.5 else rng.randrange(16)
+        h.queues["tx"].append((f, rng.randrange(1 << 14)))
+        if rng.random() < 0.3:
+            g = (hot if rng.random() < 0.5 else rng.randrange(16)) if cn_hot else f
+            h.queues["cn"].append((g, rng.randrange(64)))
+        if rng.random() < 0.08:
+            op = rng.choice([CtlOp.READ, CtlOp.READ, CtlOp.WRITE, CtlOp.STOP, CtlOp.START,
+                             CtlOp.RESET])
+            field = rng.randrange(8)
+            h.queues["ctl"].append((f, op, field, rng.randrange(1 << 12)))
+        if rng.random() < 0.005:
+            h.queues["csr_w"].append((rng.randrange(4), rng.randrange(20, 200)))
+
+
 def test_random_traffic_backpressure():
     """Random TX/CN/ctl/register writes over 16 flows with hot stretches, random idle and
     random back-pressure on rate and rd: every output every cycle equals the model's."""
@@ -312,21 +334,7 @@ def test_random_traffic_backpressure():
     async def body(ctx):
         await h.wait_ready(ctx)
         h.start_all()
-        hot = 0
-        for i in range(n):
-            if i % 200 == 0:
-                hot = rng.randrange(16)
-            f = hot if rng.random() < 0.5 else rng.randrange(16)
-            h.queues["tx"].append((f, rng.randrange(1 << 14)))
-            if rng.random() < 0.3:
-                h.queues["cn"].append((f, rng.randrange(64)))
-            if rng.random() < 0.08:
-                op = rng.choice([CtlOp.READ, CtlOp.READ, CtlOp.WRITE, CtlOp.STOP, CtlOp.START,
-                                 CtlOp.RESET])
-                field = rng.randrange(8)
-                h.queues["ctl"].append((f, op, field, rng.randrange(1 << 12)))
-            if rng.random() < 0.005:
-                h.queues["csr_w"].append((rng.randrange(4), rng.randrange(20, 200)))
+        queue_random_traffic(h, rng, n)
         h.raddr = COUNTER_BASE + COUNTERS.index("ev_tx")
         await h.drain(ctx)
         for name in COUNTERS + WHEEL_STATS:

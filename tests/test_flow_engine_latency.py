@@ -18,7 +18,7 @@ import pytest
 from hw.nic.flow_datapath import CtlOp, ToyDatapath
 from hw.nic.flow_engine import COUNTERS, FlowEngine
 from hw.params import ConfigError
-from tests.test_flow_engine import SEED, Harness, small_config
+from tests.test_flow_engine import SEED, Harness, queue_random_traffic, small_config
 
 LATENCIES = [2, 4, 6]
 
@@ -163,21 +163,7 @@ def test_random_traffic_backpressure(L):
     async def body(ctx):
         await h.wait_ready(ctx)
         h.start_all()
-        hot = 0
-        for i in range(n):
-            if i % 200 == 0:
-                hot = rng.randrange(16)
-            f = hot if rng.random() < 0.5 else rng.randrange(16)
-            h.queues["tx"].append((f, rng.randrange(1 << 14)))
-            if rng.random() < 0.3:
-                h.queues["cn"].append((hot if rng.random() < 0.5 else rng.randrange(16),
-                                       rng.randrange(64)))
-            if rng.random() < 0.08:
-                op = rng.choice([CtlOp.READ, CtlOp.READ, CtlOp.WRITE, CtlOp.STOP, CtlOp.START,
-                                 CtlOp.RESET])
-                h.queues["ctl"].append((f, op, rng.randrange(8), rng.randrange(1 << 12)))
-            if rng.random() < 0.005:
-                h.queues["csr_w"].append((rng.randrange(4), rng.randrange(20, 200)))
+        queue_random_traffic(h, rng, n, cn_hot=True)
         await h.drain(ctx)
         for name in COUNTERS:
             await h.read_counter(ctx, name)
