@@ -269,7 +269,7 @@ class DcqcnEngineConfig(BlockConfig):
 
     engine: FlowEngineConfig = FlowEngineConfig()
     rp: DcqcnRpConfig = DcqcnRpConfig(clk_hz=156_250_000)
-    #: the datapath's form: pipelined over 12 modify cycles (115.5 MHz alone) or the one-cycle
+    #: the datapath's form: pipelined over 12 modify cycles (112.5 MHz alone) or the one-cycle
     #: reference (back-to-back events of one flow, 19 MHz)
     pipelined: bool = True
 

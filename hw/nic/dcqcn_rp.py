@@ -21,12 +21,13 @@ from copy import copy
 from enum import Enum
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, ValueCastable
+from amaranth.hdl import Const, Module, Mux, Signal, Value, ValueCastable
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import RpEventKind, RpMode, rp_event_layout, rp_state_layout
 from ..lib.arith import named_wire, umax, umin
+from ..lib.csa import compress, fit
 from .dcqcn_config import (
     ALPHA_FRAC,
     ALPHA_ONE,
@@ -145,12 +146,6 @@ def _registered(m, x, name, domain):
     return reg
 
 
-def _fit(value, width: int):
-    """The low ``width`` bits of an unsigned ``value``, zero-extended to exactly ``width``."""
-    value = Value.cast(value)[:width]
-    return Cat(value, Const(0, width - len(value))) if len(value) < width else value
-
-
 class StagePipe:
     """The pipeline hooks of :func:`build_rp_update`.
 
@@ -208,12 +203,12 @@ class StagePipe:
             if isinstance(v, int):
                 const += v
             else:
-                terms.append(_fit(v, width))
+                terms.append(fit(v, width))
         for sign, pairs in ((1, products), (-1, neg_products)):
             for a, b in pairs:
                 a, b = Value.cast(a), Value.cast(b)
                 for i in range(len(b)):
-                    t = _fit(Mux(b[i], a, 0) << i, width)
+                    t = fit(Mux(b[i], a, 0) << i, width)
                     if sign < 0:
                         t, const = (~t)[:width], const + 1     # -t = ~t + 1
                     terms.append(t)
@@ -224,17 +219,7 @@ class StagePipe:
     def reduce(self, x, levels: int = 1):
         """``levels`` rows of 3:2 compressors (down to two terms)."""
         width, terms = x
-        for _ in range(levels):
-            if len(terms) <= 2:
-                break
-            out = []
-            full = len(terms) // 3 * 3
-            for i in range(0, full, 3):
-                a, b, c = terms[i:i + 3]
-                out.append((a ^ b ^ c)[:width])
-                out.append((((a & b) | (a & c) | (b & c)) << 1)[:width])
-            terms = out + terms[full:]
-        return width, terms
+        return width, compress(terms, width, levels)
 
     def total(self, x):
         """The sum (a carry chain: reduce to two terms first)."""

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from functools import reduce
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.arith import named_wire, umin
+from ..lib.csa import compress, fit
 from ..params import BlockConfig, ConfigError, check_int
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
@@ -147,7 +148,7 @@ class QcnDatapath(FlowDatapath):
             return named_wire(m, "qcn_" + name, expr, width)
 
         def csa(rows, width, levels=None):
-            return _csa(rows, width, levels) if split else rows
+            return compress(rows, width, levels) if split else rows
 
         # ---- S1: the event's and the state's compares; the products' first rows ------------
         v = SimpleNamespace(s=s, t=t, t_1=pre["t_1"], valid=valid)
@@ -171,8 +172,8 @@ class QcnDatapath(FlowDatapath):
         v.fg = s.fresh & r.tr_guard
         v.cr_line2 = (s.cr + r.line_rate) >> 1
         v.cr_min = s.cr - r.min_rate
-        v.neg_line = _fit(-r.line_rate, WA)
-        v.cr_neg_line2 = _fit(s.cr - (r.line_rate << 1), WA)
+        v.neg_line = fit(-r.line_rate, WA)
+        v.cr_neg_line2 = fit(s.cr - (r.line_rate << 1), WA)
         v.cut_p = csa(_product(s.cr, cn.fb, split), RW + 6, 2)
         v.floor_p = csa(_product(s.cr, r.min_dec_fac, split), RW + MDF_FRAC + 1, 2)
         v = stage(v)
@@ -337,31 +338,6 @@ def _gt(a, b):
     """``a > b`` as the sign of ``b - a`` (exact width): one carry chain on ECP5, where
     Yosys maps a wide compare to a chain and a tree of multiplexers."""
     return (b - a)[-1]
-
-
-def _fit(x, width: int):
-    """``x`` mod ``2**width`` (sign- or zero-extended, or truncated), unsigned."""
-    x = Value.cast(x)
-    if len(x) >= width:
-        return x[:width]
-    fill = x[-1].replicate(width - len(x)) if x.shape().signed else Const(0, width - len(x))
-    return Cat(x, fill)
-
-
-def _csa(rows, width: int, levels: int | None = None) -> list:
-    """Carry-save reduction of ``rows`` (summed mod ``2**width``) to two rows (or by
-    ``levels`` levels of 3:2 compressors: one LUT level each, no carry chain)."""
-    if len(rows) <= 2:
-        return rows
-    rows = [_fit(x, width) for x in rows]
-    level = 0
-    while len(rows) > 2 and (levels is None or level < levels):
-        nxt = []
-        for j in range(0, len(rows) // 3 * 3, 3):
-            a, b, c = rows[j:j + 3]
-            nxt += [a ^ b ^ c, Cat(Const(0, 1), (a & b) | (a & c) | (b & c))[:width]]
-        rows, level = nxt + rows[len(rows) // 3 * 3:], level + 1
-    return rows
 
 
 def _sum(parts, width: int | None = None):
