@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make run      export + lint every hardware top, then the default network scenario"
-	@echo "             (all four algorithms side by side; table on stdout, plots in out/default/)"
+	@echo "             (all six algorithms side by side; table on stdout, plots in out/default/)"
 	@echo "make demo     the marker sweep and the DCTCP sawtooth against the paper's analysis"
 	@echo "make test     the whole suite: unit, Amaranth-simulation and cocotb/Verilator tests"
 	@echo "make test-long  the whole suite with soak-sized random runs (CC_LONG=1)"

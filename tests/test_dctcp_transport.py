@@ -270,7 +270,7 @@ def test_receiver_keeps_out_of_order_packets_and_acks_a_filled_gap_at_once():
 
 
 def test_gobackn_receiver_discards_out_of_order_packets():
-    rx = DctcpReceiverModel(DctcpConfig())            # (the default, for now)
+    rx = DctcpReceiverModel(DctcpConfig(recovery="gobackn"))
     assert rx.on_packet(0, False) == [(1, False)]
     assert rx.on_packet(2, True) == [(1, False)]     # discarded, its CE ignored
     assert rx.on_packet(1, False) == [(2, False)]

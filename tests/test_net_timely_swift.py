@@ -136,19 +136,23 @@ def test_swift_512_senders_go_deeper_below_one_packet():
 
 def test_swift_beside_ldcp_and_dctcp():
     # LDCP (reproduction 4): no buffer drop either, only fast-start packets dropped at K;
-    # DCTCP, whose window never goes below one packet, overflows the buffer and leaves flows
-    # unfinished.  Swift's tail FCT is LDCP's or better (within 10 %).
+    # DCTCP, whose window never goes below one packet, overflows the buffer; NewReno repairs
+    # most losses, but flows with a window too small for three duplicate ACKs wait for the
+    # timeout, so DCTCP's tail FCT is well above both (measured 1.42 ms against 0.72-0.73).
+    # Swift's tail FCT is LDCP's or better (within 10 %).
     _, _, swift = run("swift_incast", "swift")
     _, _, ldcp = run("swift_incast", "ldcp")
     _, _, dctcp = run("swift_incast", "dctcp")
     assert ldcp.counters["drops_buffer"] == 0
     assert all(f.finish_ps is not None for f in incast_flows(ldcp))
     assert dctcp.counters["drops_buffer"] > 0
-    assert any(f.finish_ps is None for f in incast_flows(dctcp))
+    assert dctcp.counters["timeouts"] > 0
 
     def p99_fct(res):
-        return percentile([f.finish_ps - f.start_ps for f in incast_flows(res)], 99)
+        return percentile([f.finish_ps - f.start_ps if f.finish_ps is not None else 10**18
+                           for f in incast_flows(res)], 99)
     assert p99_fct(swift) <= 1.1 * p99_fct(ldcp), (p99_fct(swift), p99_fct(ldcp))
+    assert p99_fct(dctcp) > 1.5 * p99_fct(ldcp), (p99_fct(dctcp), p99_fct(ldcp))
 
 
 def test_loss_recovery_go_back_n_and_timeouts():

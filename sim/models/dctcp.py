@@ -35,7 +35,7 @@ fast retransmit starts until ``recover`` is acknowledged (RFC 6582 §3.2 step 1)
 halves ``ssthresh`` (once per loss: a repeated timeout of the same packet keeps it, RFC 5681
 §3.1), sets ``cwnd = 1`` and the host goes back to the first unacknowledged packet.
 
-``recovery = "gobackn"`` (the default for now) is the earlier, idealised model: the receiver
+``recovery = "gobackn"`` (a setting; the default is ``newreno``) is the earlier, idealised model: the receiver
 discards out-of-order packets, duplicate ACKs are ignored, only the timeout recovers (go back
 N), and the timeout's ``ssthresh`` is DCTCP's (``dctcp_ssthresh``, Linux before 5.1).
 
@@ -105,7 +105,7 @@ class DctcpConfig(BlockConfig):
     init_ssthresh: int = 1 << 30
     cwnd_max: int = 1 << 20
     ack_every: int = 1
-    recovery: str = "gobackn"
+    recovery: str = "newreno"
     cwr_freeze: bool = False
 
     def __post_init__(self):

@@ -152,8 +152,8 @@ class DctcpParams:
 
     * ``recovery``: ``"newreno"`` (receiver keeps out-of-order packets, fast retransmit and
       recovery on three duplicate ACKs, RFC 6582) or ``"gobackn"`` (the earlier idealisation:
-      out-of-order packets discarded, only the timeout recovers, going back N; the default for
-      now: NewReno changes reproduction 4, docs/simulator.md "DCTCP transport");
+      out-of-order packets discarded, only the timeout recovers, going back N); NewReno is the
+      default, as in Linux and the DCTCP paper's testbed;
     * ``rto_mode``: ``"rfc6298"`` (SRTT/RTTVAR, Karn's rule, at least ``min_rto_ns``, at most
       ``max_rto_ns``; ``rto_ns`` before the first RTT sample) or ``"fixed"`` (always ``rto_ns``);
       ``rto_backoff`` doubles the timeout at each expiry until a valid RTT sample;
@@ -170,7 +170,7 @@ class DctcpParams:
     ack_every: int = 1
     rto_ns: int = 1_000_000
     delack_ns: int = 40_000
-    recovery: str = "gobackn"
+    recovery: str = "newreno"
     rto_mode: str = "rfc6298"
     min_rto_ns: int = 1_000_000
     max_rto_ns: int = 60_000_000_000
