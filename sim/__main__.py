@@ -222,6 +222,9 @@ def _run_job(scenario: str, overrides: dict, algo: str):
 def cmd_run(args) -> int:
     scn = config.load(args.scenario, _overrides(args), _algos(args.algo))
     runner.check(scn)
+    for line in runner.path_lines(runner.paths(scn)):    # before any run
+        print(line)
+    sys.stdout.flush()
     if not args.seeds and scn.replications > 1:
         args.seeds = list(range(scn.seed, scn.seed + scn.replications))
     if args.seeds:

@@ -83,10 +83,14 @@ def test_run_end_to_end(tiny, tmp_path, capsys):
             rows = list(csv.reader(f))
         assert rows[0][0] == "time_us" and len(rows) == 1 + 150 // 5 + 1
         with open(folder / f"{algo}_flows.csv") as f:
-            assert next(csv.reader(f)) == ["time_us", "f0_long", "f1_long"]
+            assert next(csv.reader(f)) == ["time_us", "f0_long_gbps", "f1_long_gbps"]
+        with open(folder / f"{algo}_trace.csv") as f:     # the 2 long flows are tracked
+            trace = list(csv.DictReader(f))
+        assert {r["flow"] for r in trace} == {"0", "1"} and trace[0]["event"] == "start"
         with open(folder / f"{algo}_fct.csv") as f:
             assert len(list(csv.reader(f))) == 3
-    for png in ("queues.png", "rates.png", "fct_slowdown_cdf.png", "comparison.png"):
+    for png in ("queues.png", "rates.png", "fct_slowdown_cdf.png", "comparison.png",
+                "traces.png"):
         assert (folder / png).stat().st_size > 1000
 
 

@@ -277,10 +277,10 @@ def test_transport_knobs_are_reachable_from_a_scenario():
                                                                    500_000_000, 2_000_000)
     assert (p.rto_backoff, p.recovery, p.cwr_freeze, p.rto_mode) == (False, "gobackn", True,
                                                                      "fixed")
-    # the knob moves the run: with go-back-N (the default recovery) every loss waits for a
-    # timeout; a 20 us minimum (and initial) RTO instead of 1 ms recovers the lossy incast within
-    # the 600 us run
-    fast, slow = lossy(DctcpParams(min_rto_ns=20_000, rto_ns=20_000))[0], lossy(DctcpParams())[0]
+    # the knob moves the run: with go-back-N recovery every loss waits for a timeout; a 20 us
+    # minimum (and initial) RTO instead of 1 ms recovers the lossy incast within the 600 us run
+    fast = lossy(DctcpParams(min_rto_ns=20_000, rto_ns=20_000, recovery="gobackn"))[0]
+    slow = lossy(DctcpParams(recovery="gobackn"))[0]
     assert fast.counters["timeouts"] > 0 == slow.counters["timeouts"]
     incast = [f for f in fast.flows if f.size_bytes]
     assert all(f.finish_ps is not None for f in incast)

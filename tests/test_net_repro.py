@@ -79,8 +79,8 @@ def test_l3qcn_switch_cnps_arrive_sooner_and_lower_the_peak():
     delay_rx = a["feedback_delay_ps_sum"] / a["feedback_count"]
     delay_sw = b["feedback_delay_ps_sum"] / b["feedback_count"]
     assert delay_sw + 12 * PS_PER_US <= delay_rx, (delay_sw, delay_rx)
-    peak_rx = max(rx_built.queue_series["s0.p0"])
-    peak_sw = max(sw_built.queue_series["s0.p0"])
+    peak_rx = max(rx_built.queue_series["s0->s1"])
+    peak_sw = max(sw_built.queue_series["s0->s1"])
     assert peak_sw <= 0.75 * peak_rx, (peak_sw, peak_rx)
 
 

@@ -16,6 +16,7 @@ profile, optional QCN congestion points, L3QCN).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from hw.layouts import Ecn
@@ -24,9 +25,9 @@ from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.ldcp_window_config import ONE as CW_ONE
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.nic.rate_limiter_config import CREDIT_FRAC, RateLimiterConfig
-from hw.params import check_bool, check_choice, check_int, check_real
+from hw.params import ConfigError, check_bool, check_choice, check_int, check_real
 from hw.switch.marker_config import MarkerConfig
-from hw.switch.qcn_cp_config import QcnCpConfig
+from hw.switch.qcn_cp_config import SAMPLE_TABLE, QcnCpConfig
 from sim.models import dcqcn as dcqcn_model
 from sim.models import qcn as qcn_model
 from sim.models.dctcp import (
@@ -153,7 +154,7 @@ class DctcpParams:
     * ``recovery``: ``"newreno"`` (receiver keeps out-of-order packets, fast retransmit and
       recovery on three duplicate ACKs, RFC 6582) or ``"gobackn"`` (the earlier idealisation:
       out-of-order packets discarded, only the timeout recovers, going back N); NewReno is the
-      default, as in Linux and the DCTCP paper's testbed;
+      default, as in Linux;
     * ``rto_mode``: ``"rfc6298"`` (SRTT/RTTVAR, Karn's rule, at least ``min_rto_ns``, at most
       ``max_rto_ns``; ``rto_ns`` before the first RTT sample) or ``"fixed"`` (always ``rto_ns``);
       ``rto_backoff`` doubles the timeout at each expiry until a valid RTT sample;
@@ -643,36 +644,71 @@ def _dcqcn_marker(params: DcqcnParams, *, ports, mtu, buf_max, shared_buffer, sa
 class QcnParams:
     """QCN: reaction point (the IEEE MIB values, which are for 10 Gb/s, with the increase steps
     scaled x10 and the timer /10 for 100 Gb/s; the line rate is the NIC's), congestion point
-    set point ``q_eq_bytes`` and weight ``w`` on every switch egress port, receiver ACKs for
-    reliability (go-back-N), timeout."""
+    on every switch egress port, receiver ACKs for reliability (go-back-N), timeout.
+
+    Congestion point (:class:`hw.switch.qcn_cp_config.QcnCpConfig`): set point ``q_eq_bytes``,
+    weight ``w``, the sampling table scaled to ``sample_base_bytes`` (the interval while
+    Fb >= 0; the IEEE table's 150 KB = 153,600 B by default, every entry scaled by the same
+    factor and rounded) and the sampling jitter ``cp_jitter``.  Reaction point
+    (:class:`hw.nic.qcn_rp_config.QcnRpConfig`): ``gd`` (Gd = 2**-gd), ``min_dec_fac``,
+    ``min_rate_mbps``, ``ai_rate_mbps`` (R_AI), ``hai_rate_mbps`` (R_HAI), ``byte_reset`` (the
+    byte counter's limit BC), ``time_reset_us`` (the timer T), ``threshold`` (F: fast recovery
+    lasts F byte-counter/timer cycles), ``tr_guard`` and the reload jitter ``rp_jitter``."""
 
     q_eq_bytes: int = 26_000
     w: int = 2
+    sample_base_bytes: int = SAMPLE_TABLE[0]
+    cp_jitter: float = 0.15
     gd: int = 7
+    min_dec_fac: float = 0.5
     min_rate_mbps: float = 10.0
     ai_rate_mbps: float = 50.0
     hai_rate_mbps: float = 500.0
     byte_reset: int = 150_000
     time_reset_us: float = 1_500.0
+    threshold: int = 5
+    tr_guard: bool = True
+    rp_jitter: float = 0.0
     ack_every: int = 16
     rto_ns: int = 1_000_000
 
     def __post_init__(self):
-        self.cp(1000)
-        self.rp(100_000, 250_000_000)
+        check_int(self, "sample_base_bytes", self.sample_base_bytes, 8, (1 << 23) - 1)
+        # the blocks' own checks, reported on this class's field that set the value
+        for build, names in ((lambda: self.cp(1000), _QCN_CP_FIELDS),
+                             (lambda: self.rp(100_000, 250_000_000), _QCN_RP_FIELDS)):
+            try:
+                build()
+            except ConfigError as e:
+                name = names.get(e.field, e.field)
+                if not hasattr(self, name):
+                    raise
+                allowed = re.sub(rf"\b{e.field}\b", name, e.allowed)
+                raise ConfigError(self, name, getattr(self, name), allowed) from None
         check_int(self, "ack_every", self.ack_every, 1, 1024)
         check_int(self, "rto_ns", self.rto_ns, 1000, 10**10)
 
     def cp(self, mtu: int) -> QcnCpConfig:
-        return QcnCpConfig(q_eq=self.q_eq_bytes, w=self.w)
+        base = self.sample_base_bytes
+        table = SAMPLE_TABLE if base == SAMPLE_TABLE[0] else tuple(
+            max(1, round(s * base / SAMPLE_TABLE[0])) for s in SAMPLE_TABLE)
+        return QcnCpConfig(q_eq=self.q_eq_bytes, w=self.w, sample_table=table,
+                           jitter=self.cp_jitter)
 
     def rp(self, line_rate_mbps: int, clk_hz: int) -> QcnRpConfig:
         """The reaction point at the NIC's line rate and the simulator's engine clock."""
         return QcnRpConfig(clk_hz=clk_hz, line_rate_mbps=line_rate_mbps,
                            min_rate_mbps=self.min_rate_mbps,
                            ai_rate_mbps=self.ai_rate_mbps, hai_rate_mbps=self.hai_rate_mbps,
-                           gd=self.gd, byte_reset=self.byte_reset,
-                           time_reset_us=self.time_reset_us)
+                           gd=self.gd, min_dec_fac=self.min_dec_fac, threshold=self.threshold,
+                           byte_reset=self.byte_reset, time_reset_us=self.time_reset_us,
+                           tr_guard=self.tr_guard, jitter=self.rp_jitter)
+
+
+#: QcnCpConfig / QcnRpConfig field -> the QcnParams field that sets it (where they differ)
+_QCN_CP_FIELDS = {"q_eq": "q_eq_bytes", "sample_table": "sample_base_bytes",
+                  "jitter": "cp_jitter"}
+_QCN_RP_FIELDS = {"jitter": "rp_jitter"}
 
 
 class QcnSenderEndpoint(_RateSender):
@@ -717,7 +753,10 @@ class LdcpParams:
     ``m`` (1: an ACK per packet), window cap, the base RTT of the sub-1 timer and of the BDP
     (``base_rtt_ns``; 0, the default: each flow's own, from its path as the topology knows it,
     :meth:`sim.net.network.Network.base_rtt_ps`), fast start's initial window ``iw`` (0: the BDP
-    from the NIC's line rate and the base RTT), the retransmission timeout ``rto_ns`` (0: the
+    from the NIC's line rate and the base RTT), the transport's BDP ``bdp`` (packets: the window
+    loaded when fast start ends with its whole IW acknowledged; 0: ceil(line rate x base RTT /
+    MTU)), the receiver's delayed-ACK flush timer ``ack_delay_ns`` (only with ``m`` > 1; 0: a
+    quarter of the base RTT), the retransmission timeout ``rto_ns`` (0: the
     larger of 8 base RTTs and the base RTT plus the path's worst queueing, :meth:`transport`);
     switch marking: the WRED ramp ``kmin/kmax/pmax`` for ECN-capable packets and the Not-ECT
     drop threshold ``k_bytes`` (fast start's packets).  Each flow's chosen base RTT, IW, BDP
@@ -736,6 +775,8 @@ class LdcpParams:
     cw_max: float = 1024.0
     base_rtt_ns: int = 0
     iw: int = 0
+    bdp: float = 0.0
+    ack_delay_ns: int = 0
     rto_ns: int = 0
     kmin_bytes: int = 20_000
     kmax_bytes: int = 200_000
@@ -747,6 +788,10 @@ class LdcpParams:
         if 0 < self.base_rtt_ns < 4:
             check_int(self, "base_rtt_ns", self.base_rtt_ns, 4, 10**8)   # (0 or a clock cycle)
         check_int(self, "iw", self.iw, 0, 65535)
+        check_real(self, "bdp", self.bdp, 0.0, self.cw_max)
+        if 0 < self.bdp < 1:
+            check_real(self, "bdp", self.bdp, 1.0, self.cw_max)      # (0, or at least 1 packet)
+        check_int(self, "ack_delay_ns", self.ack_delay_ns, 0, 10**8)
         check_int(self, "rto_ns", self.rto_ns, 0, 10**10)
         check_int(self, "kmin_bytes", self.kmin_bytes, 0, (1 << 24) - 1)
         check_int(self, "kmax_bytes", self.kmax_bytes, self.kmin_bytes + 1, (1 << 24) - 1,
@@ -771,7 +816,9 @@ class LdcpParams:
                                   rtt_us=rtt_ps / 10**6, clk_hz=clk_hz, mtu=mtu)
         rto_ps = self.rto_ns * 1000 or max(8 * rtt_ps, rtt_ps + path_queueing_ps)
         return LdcpTransportConfig(window=window, line_rate_gbps=line_rate_gbps,
-                                   iw=self.iw or None, rto_us=rto_ps / 10**6, lsn_width=48)
+                                   iw=self.iw or None, bdp=self.bdp or None,
+                                   rto_us=rto_ps / 10**6,
+                                   ack_delay_us=self.ack_delay_ns / 1000 or None, lsn_width=48)
 
 
 @functools.cache

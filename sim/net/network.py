@@ -86,8 +86,12 @@ class PfcConfig:
 
 @dataclass(frozen=True)
 class SwitchConfig:
-    """Switch buffers (bytes), where the marker samples the queue, PFC, ECMP hash seed, and the
-    MTU (bytes on the wire of a full data packet) used by every host."""
+    """Switch buffers (bytes), where the marker samples the queue, PFC, ECMP hash seed, the
+    base of the switches' LFSR seeds (``lfsr_seed``: each marker's LFSR and each QCN congestion
+    point's are seeded from (``lfsr_seed``, switch, port) as :meth:`Network.seeded` draws them;
+    None, the default, is the run's seed, so ``lfsr_seed = s`` gives the switches the LFSRs of
+    a run of seed s while everything else keeps the run's seed), and the MTU (bytes on the wire
+    of a full data packet) used by every host."""
 
     buffer_bytes: int = 4_000_000
     queue_bytes: int = 2_000_000
@@ -95,6 +99,7 @@ class SwitchConfig:
     pfc: PfcConfig = field(default_factory=PfcConfig)
     ecmp_seed: int = 0
     mtu: int = 1000
+    lfsr_seed: int | None = None
 
     def __post_init__(self):
         check_int(self, "queue_bytes", self.queue_bytes, 1000, (1 << 24) - 1)
@@ -105,6 +110,8 @@ class SwitchConfig:
             raise ConfigError(self, "pfc", self.pfc, "a PfcConfig")
         check_int(self, "ecmp_seed", self.ecmp_seed, 0, (1 << 32) - 1)
         check_int(self, "mtu", self.mtu, 256, 9000)
+        if self.lfsr_seed is not None:
+            check_int(self, "lfsr_seed", self.lfsr_seed, 0, 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,10 @@ class RunResult:
     counters: dict[str, int]
     pause_series: dict[str, list[int]] = field(default_factory=dict)
     window_series: dict[int, list[float]] = field(default_factory=dict)   # packets (windowed)
+    #: the tracked flows' state changes, sorted by time (:mod:`sim.net.trace`: rows of
+    #: ``(time_ps, flow, event, *trace.FIELDS)``) and the fields the algorithm fills
+    trace: list[tuple] = field(default_factory=list)
+    trace_fields: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,7 +176,9 @@ class RunResult:
 
 
 class EgressPort:
-    """One direction of a link.  ``send`` offers a packet (False: the switch dropped it)."""
+    """One direction of a link.  ``send`` offers a packet (False: the switch dropped it).
+    ``name`` is the link it feeds, ``<node>-><peer>`` (set by :meth:`Network.connect`): the
+    name of its queue trace, utilization and pause series."""
 
     def __init__(self, net: Network, owner, index: int, rate_bps: int, delay_ps: int, name: str):
         self.net, self.sim, self.owner, self.index = net, net.sim, owner, index
@@ -453,7 +466,8 @@ class Network:
     """Nodes, links, flows and the run loop for one algorithm (see ``docs/simulator.md``)."""
 
     def __init__(self, algorithm: str, params=None, switch: SwitchConfig | None = None,
-                 seed: int = 1, sample_ps: int = 10 * PS_PER_US, clk_ps: int = 4000):
+                 seed: int = 1, sample_ps: int = 10 * PS_PER_US, clk_ps: int = 4000,
+                 trace: bool = True):
         from .algorithms import ALGORITHMS
         if algorithm not in ALGORITHMS:
             raise ConfigError("Network", "algorithm", algorithm, f"one of {sorted(ALGORITHMS)}")
@@ -484,6 +498,8 @@ class Network:
         self.pause_series: dict[str, list[int]] = {}
         self.flow_series: dict[int, list[int]] = {}
         self.window_series: dict[int, list[float]] = {}
+        self.trace = trace            # trace the tracked flows' engines (sim.net.trace)
+        self.trace_rows: list[tuple] = []
 
     # -- building --------------------------------------------------------------------------------
     def add_host(self, name: str | None = None) -> Host:
@@ -505,6 +521,11 @@ class Network:
         check_int("link", "rate_bps", rate_bps, 10**6, 10**13)
         check_int("link", "delay_ps", delay_ps, 0, 10**12)
         pa, pb = a.add_port(rate_bps, delay_ps), b.add_port(rate_bps, delay_ps)
+        # a port is named after the link it feeds ("s0->h5"; "#2" on a second parallel link):
+        # the names of queue traces, utilization and pause series
+        for p, x, y in ((pa, a, b), (pb, b, a)):
+            same = sum(q.peer is y for q in x.ports[:-1])
+            p.name = f"{x.name}->{y.name}" + (f"#{same + 1}" if same else "")
         pa.peer, pa.peer_port = b, pb.index
         pb.peer, pb.peer_port = a, pa.index
         if isinstance(a, Host):
@@ -514,18 +535,19 @@ class Network:
         return pa, pb
 
     # -- randomness --------------------------------------------------------------------------
-    def draw(self, *key) -> int:
+    def draw(self, *key, base: int | None = None) -> int:
         """A 32-bit number fixed by the run's ``seed`` and ``key`` (what it seeds: a switch's
         marker, a port's congestion point, a flow's reaction point, ECMP).  Every random source
         of the network takes its seed from here, so the seed reproduces a run exactly and
-        another seed changes every draw."""
-        text = repr((self.seed,) + key).encode()
+        another seed changes every draw.  ``base`` replaces the run's seed (the switches'
+        ``lfsr_seed``)."""
+        text = repr((self.seed if base is None else base,) + key).encode()
         return int.from_bytes(hashlib.blake2b(text, digest_size=4).digest(), "little")
 
-    def seeded(self, lfsr: LfsrParams, *key) -> LfsrParams:
+    def seeded(self, lfsr: LfsrParams, *key, base: int | None = None) -> LfsrParams:
         """``lfsr`` (polynomial kept) with its seed drawn for ``key`` (never the all-zero
         state, where an LFSR stays)."""
-        seed = self.draw(*key) & ((1 << lfsr.width) - 1)
+        seed = self.draw(*key, base=base) & ((1 << lfsr.width) - 1)
         return LfsrParams(lfsr.width, lfsr.taps, seed or 1)
 
     def ecmp_hash(self, flow: int, reverse: bool, switch_id: int) -> int:
@@ -577,15 +599,16 @@ class Network:
                 self.params, ports=len(sw.ports), mtu=self.mtu, buf_max=buf_max,
                 shared_buffer=shared, sample_at=self.switch.marking_point)
             # (one LFSR per marker, drawn for every descriptor of every port, as in the RTL)
-            sw.marker = MarkerModel(mcfg.replace(lfsr=self.seeded(mcfg.lfsr, "marker", sw.id)))
+            sw.marker = MarkerModel(mcfg.replace(lfsr=self.seeded(
+                mcfg.lfsr, "marker", sw.id, base=self.switch.lfsr_seed)))
             sw.ingress_bytes = [0] * len(sw.ports)
             sw.pause_sent = [False] * len(sw.ports)
             sw.refresh_pending = [False] * len(sw.ports)
             for p in sw.ports:
                 p.marker = sw.marker
                 if cp_cfg is not None:
-                    p.cp = CpModel(cp_cfg.replace(lfsr=self.seeded(cp_cfg.lfsr, "cp", sw.id,
-                                                                   p.index)))
+                    p.cp = CpModel(cp_cfg.replace(lfsr=self.seeded(
+                        cp_cfg.lfsr, "cp", sw.id, p.index, base=self.switch.lfsr_seed)))
             if pfc.enabled and pfc.watchdog_checks:
                 self.sim.at(pfc.watchdog_period_ps, sw.watchdog)
         self.l3qcn = self.algorithm.l3qcn(self.params)
@@ -619,6 +642,9 @@ class Network:
             self.flow_series[spec.flow_id] = []
             if hasattr(sender, "window_packets"):
                 self.window_series[spec.flow_id] = []
+            if self.trace:
+                from . import trace
+                trace.attach(self, spec, sender)
 
     # -- running -----------------------------------------------------------------------------------
     def _sample(self) -> None:
@@ -695,6 +721,7 @@ class Network:
         return path
 
     def result(self) -> RunResult:
+        from . import trace
         now = self.sim.now
         records = []
         for f in self.flows:
@@ -721,4 +748,5 @@ class Network:
             port_tx_bytes={p.name: p.tx_bytes for p in switch_ports},
             port_rate_bps={p.name: p.rate_bps for p in switch_ports},
             counters=counters, pause_series=self.pause_series,
-            window_series=self.window_series)
+            window_series=self.window_series, trace=trace.rows(self),
+            trace_fields=trace.fields(self))

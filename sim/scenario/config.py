@@ -20,10 +20,11 @@ Layout of a file (``sim/scenario/README.md`` has the full reference)::
     kind = "dumbbell"
     senders = 16
     rate_gbps = 100
-    delay_us = 1
+    delay_us = 1                      # per link; or base_rtt_us = 4 (topologies.py)
 
     [switch]                          # sim.net.network.SwitchConfig; [switch.pfc] PfcConfig
     buffer_kb = 12000
+    lfsr_seed = 7                     # the switches' LFSRs (default: the run's seed)
 
     [algo.ldcp]                       # the algorithm's params class, field by field
     alpha = 1.0

@@ -128,7 +128,9 @@ def build(cls, table: dict, source: str, path: str, *, skip: tuple[str, ...] = (
         else:
             name = _unit_field(key, fields)
             if name is None:
-                allowed = ", ".join(spellings(f) for f in fields if f not in skip)
+                # (the keys the caller handles are valid keys too: kind, the sections)
+                allowed = ", ".join([spellings(f) for f in fields if f not in skip]
+                                    + [k for k in skip if k not in fields])
                 raise ScenarioError(source, key_path, value,
                                     f"unknown key; allowed keys: {allowed}")
             target = _plain(hints[name])

@@ -2,16 +2,18 @@
 
 - ``summary.json``: the scenario as read, seed, and per algorithm the events, wall and CPU
   time, events per CPU second and every metric of :func:`sim.scenario.metrics.summarize`;
-- ``<algo>_queues.csv`` (time_us, one column of bytes per sampled port),
-  ``<algo>_flows.csv`` (time_us at the end of each sample interval, one Gb/s column per tracked
-  flow, named ``f<id>_<tag>``), ``<algo>_fct.csv`` (one row per sized flow), if PFC paused
-  a sampled port, ``<algo>_pause.csv`` (1 where the port was paused at the sample), and where
-  the engine chose settings per flow, ``<algo>_flow_settings.csv`` (LDCP: each flow's base RTT
-  from its path, the RTT register in cycles, IW, BDP window, RTO);
+- ``<algo>_queues.csv`` (``time_us``, ``<link>_queue_bytes`` per sampled port, named after
+  the link it feeds: ``sw->rx0``), ``<algo>_flows.csv`` (``time_us`` at the end of each sample
+  interval, ``f<id>_<tag>_gbps`` per tracked flow), ``<algo>_trace.csv`` (the tracked flows'
+  engine state, :func:`write_trace`), ``<algo>_fct.csv`` (one row per sized flow), if PFC
+  paused a sampled port, ``<algo>_pause.csv`` (``<link>_paused``: 1 where the port was paused
+  at the sample), and where the engine chose settings per flow,
+  ``<algo>_flow_settings.csv`` (LDCP: each flow's base RTT from its path, the RTT register in
+  cycles, IW, BDP window, RTO);
 - with replications (``--seeds``), ``replications.json``/``.csv``: every metric by seed with
   its mean, standard deviation, min and max;
-- ``queues.png``, ``rates.png``, ``fct_slowdown_cdf.png``, ``comparison.png`` (titles carry the
-  scenario name).
+- ``queues.png``, ``rates.png``, ``traces.png``, ``fct_slowdown_cdf.png``, ``comparison.png``
+  (:func:`write_plots`; titles carry the scenario name).
 
 A run writes into a fresh folder or first removes what an earlier run wrote there
 (:func:`prepare_folder`): the files listed in the folder's ``.sim-outputs`` manifest (every
@@ -60,8 +62,8 @@ class OutputError(Exception):
 
 MANIFEST = ".sim-outputs"
 RUN_FILES = ("summary.json", "replications.json", "replications.csv", "queues.png", "rates.png",
-             "fct_slowdown_cdf.png", "comparison.png")
-RUN_SERIES = ("queues", "flows", "fct", "pause", "flow_settings")    # <algo>_<series>.csv
+             "fct_slowdown_cdf.png", "comparison.png", "traces.png")
+RUN_SERIES = ("queues", "flows", "fct", "pause", "flow_settings", "trace")  # <algo>_<x>.csv
 
 
 def folder_for(out, name: str, tag: str = "") -> Path:
@@ -196,7 +198,7 @@ def write_series(run, folder: Path) -> None:
     n = max((len(q) for q in res.queue_series.values()), default=0)
     with open(folder / f"{algo}_queues.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["time_us"] + ports)
+        w.writerow(["time_us"] + [f"{p}_queue_bytes" for p in ports])
         for k in range(n):
             w.writerow([k * res.sample_ps / PS_PER_US] + [res.queue_series[p][k] for p in ports])
     tags = {r.flow_id: r.tag for r in res.flows}
@@ -205,7 +207,7 @@ def write_series(run, folder: Path) -> None:
     n = max((len(r) for r in rates.values()), default=0)
     with open(folder / f"{algo}_flows.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["time_us"] + [f"f{i}_{tags.get(i, '')}" for i in ids])
+        w.writerow(["time_us"] + [f"f{i}_{tags.get(i, '')}_gbps" for i in ids])
         for k in range(n):
             w.writerow([(k + 1) * res.sample_ps / PS_PER_US] +
                        [f"{rates[i][k] / 1e9:.4f}" if k < len(rates[i]) else "" for i in ids])
@@ -213,7 +215,7 @@ def write_series(run, folder: Path) -> None:
     if paused:
         with open(folder / f"{algo}_pause.csv", "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["time_us"] + paused)
+            w.writerow(["time_us"] + [f"{p}_paused" for p in paused])
             for k in range(len(res.pause_series[paused[0]])):
                 w.writerow([k * res.sample_ps / PS_PER_US] +
                            [res.pause_series[p][k] for p in paused])
@@ -225,6 +227,9 @@ def write_series(run, folder: Path) -> None:
             for r in res.flows:
                 w.writerow([r.flow_id, r.tag, r.src, r.dst] + [r.settings.get(k, "")
                                                                for k in keys])
+    trace = getattr(res, "trace", None)
+    if trace:
+        write_trace(folder / f"{algo}_trace.csv", res)
     rows = metrics.fct_rows(res)
     with open(folder / f"{algo}_fct.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -239,6 +244,33 @@ def write_series(run, folder: Path) -> None:
                         "" if r["slowdown"] is None else f"{r['slowdown']:.4f}"])
 
 
+def _num(v, digits: int | None = None) -> str:
+    """A CSV cell: empty for None, else the shortest exact text (rounded to ``digits``
+    decimals first if given: times and RTTs to the picosecond)."""
+    if v is None:
+        return ""
+    return repr(round(v, digits) if digits is not None else v)
+
+
+def write_trace(path: Path, res) -> None:
+    """``<algo>_trace.csv``: one row per state change of a tracked flow's engine
+    (:mod:`sim.net.trace`), in time order: ``time_us, flow, tag, event`` and the state columns
+    the algorithm has (``cwnd_pkts``, ``rate_gbps``, ``target_rate_gbps``, ``alpha``,
+    ``rtt_us``)."""
+    from sim.net import trace as tr
+    names = tuple(getattr(res, "trace_fields", ()) or tr.FIELDS)
+    cols = [tr.FIELDS.index(n) for n in names]
+    tags = {r.flow_id: r.tag for r in res.flows}
+    rtt = tr.FIELDS.index("rtt_us")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["time_us", "flow", "tag", "event", *names])
+        for row in res.trace:
+            values = row[3:]
+            w.writerow([_num(row[0] / PS_PER_US, 6), row[1], tags.get(row[1], ""), row[2]]
+                       + [_num(values[i], 6 if i == rtt else None) for i in cols])
+
+
 def _pyplot():
     import matplotlib
 
@@ -248,101 +280,307 @@ def _pyplot():
     return plt
 
 
-def write_plots(scn: Scenario, runs: list, data: dict, folder: Path,
-                reps: dict | None = None) -> None:
-    plt = _pyplot()
-    n = len(runs)
-    fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.6), sharex=True, squeeze=False)
-    for ax, run in zip(axes[:, 0], runs, strict=True):
-        res = run.result
-        deepest = sorted(res.queue_series, key=lambda p: -max(res.queue_series[p], default=0))
-        for port in deepest[:PLOT_PORTS]:
-            q = res.queue_series[port]
-            ax.plot([k * res.sample_ps / PS_PER_US for k in range(len(q))],
-                    [b / 1000 for b in q], lw=0.8, label=port)
-        ax.set_ylabel("queue (KB)")
-        ax.set_title(run.algorithm, fontsize=9, loc="left")
-        if deepest:
-            ax.legend(fontsize=6, loc="upper right")
-    axes[-1, 0].set_xlabel("time (us)")
-    fig.suptitle(f"{scn.name}: egress queues")
+PLOT_TRACE_FLOWS = 8   # flows per trace panel: the first tracked flows by id
+MARK_CUTS = 100        # cut events marked per flow, if no more than this
+TRACE_PANELS = (("cwnd_pkts", "cwnd (packets)"), ("rate_gbps", "rate (Gb/s)"),
+                ("alpha", "alpha"), ("rtt_us", "RTT sample (us)"))
+NOT_ECT_NOTE = ("Not-ECT drops at K: LDCP's fast-start packets dropped by design "
+                "(the marker's K_drop); others: buffer full")
+
+
+def _colors(plt, keys) -> dict:
+    """One colour per key (flow id or port), the same in every panel of every figure."""
+    keys = sorted(set(keys), key=lambda k: (isinstance(k, str), k))
+    n = len(keys)
+    if n <= 10:
+        return {k: f"C{i}" for i, k in enumerate(keys)}
+    if n <= 20:
+        return {k: plt.get_cmap("tab20")(i) for i, k in enumerate(keys)}
+    return {k: plt.get_cmap("turbo")(i / (n - 1)) for i, k in enumerate(keys)}
+
+
+def _message(ax, text: str) -> None:
+    """Say why a panel is empty instead of drawing blank axes."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, color="0.35", wrap=True,
+            transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _ticks(ax, log_x: bool = False) -> None:
+    """Readable ticks: a few plain numbers per axis (no offset, no scientific notation)."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    ax.tick_params(labelsize=7)
+    if log_x:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(7))
+        ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+    ax.yaxis.set_major_locator(MaxNLocator(5))
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+
+
+def _save(plt, fig, path: Path) -> None:
     fig.tight_layout()
-    fig.savefig(folder / "queues.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+def _plot_queues(plt, scn, runs, folder) -> None:
+    n = len(runs)
     fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.6), sharex=True, squeeze=False)
+    shown = {}
+    for run in runs:
+        res = run.result
+        shown[run.algorithm] = sorted(res.queue_series,
+                                      key=lambda p: -max(res.queue_series[p], default=0))
+    color = _colors(plt, [p for ports in shown.values() for p in ports[:PLOT_PORTS]])
     for ax, run in zip(axes[:, 0], runs, strict=True):
         res = run.result
+        ax.set_title(run.algorithm, fontsize=9, loc="left")
+        deepest = shown[run.algorithm][:PLOT_PORTS]
+        if not deepest or not any(res.queue_series[p] for p in deepest):
+            _message(ax, "no sampled queue (the topology monitors none)")
+            continue
+        for port in deepest:
+            q = res.queue_series[port]
+            ax.plot([k * res.sample_ps / PS_PER_US for k in range(len(q))],
+                    [b / 1000 for b in q], lw=0.8, label=port, color=color[port])
+        ax.set_ylabel("queue (KB)")
+        ax.legend(fontsize=6, loc="upper right")
+        _ticks(ax)
+    axes[-1, 0].set_xlabel("time (us)")
+    fig.suptitle(f"{scn.name}: egress queues (by the link they feed)")
+    _save(plt, fig, folder / "queues.png")
+
+
+def _plot_rates(plt, scn, runs, folder) -> None:
+    n = len(runs)
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 * n + 0.6), sharex=True, squeeze=False)
+    top = {run.algorithm: sorted(run.result.flow_series,
+                                 key=lambda i: -(run.result.flow_series[i] or [0])[-1])
+           [:PLOT_FLOWS] for run in runs}
+    color = _colors(plt, [i for ids in top.values() for i in ids])
+    for ax, run in zip(axes[:, 0], runs, strict=True):
+        res = run.result
+        ax.set_title(run.algorithm, fontsize=9, loc="left")
         tags = {r.flow_id: r.tag for r in res.flows}
-        top = sorted(res.flow_series, key=lambda i: -(res.flow_series[i] or [0])[-1])
+        ids = top[run.algorithm]
+        if not ids:
+            _message(ax, "no tracked flow (only long-lived flows and workloads with "
+                     "track = true are sampled); sized flows: fct_slowdown_cdf.png")
+            continue
         span = max(1, -(-RATE_SMOOTH_PS // res.sample_ps))     # samples per plotted point
-        for i in top[:PLOT_FLOWS]:
+        for i in ids:
             cum = res.flow_series[i][::span]
             rate = metrics.throughput_series(cum, res.sample_ps * span)
             ax.plot([(k + 1) * span * res.sample_ps / PS_PER_US for k in range(len(rate))],
-                    [r / 1e9 for r in rate], lw=0.7, label=f"{i} {tags.get(i, '')}")
+                    [r / 1e9 for r in rate], lw=0.7, label=f"{i} {tags.get(i, '')}",
+                    color=color[i])
         ax.set_ylabel("Gb/s")
-        ax.set_title(run.algorithm, fontsize=9, loc="left")
-        if 0 < len(top) <= 8:
+        if len(ids) <= 8:
             ax.legend(fontsize=6, loc="upper right")
+        _ticks(ax)
     axes[-1, 0].set_xlabel("time (us)")
     span_us = max(1, -(-RATE_SMOOTH_PS // scn.sample_ps)) * scn.sample_ps / PS_PER_US
     fig.suptitle(f"{scn.name}: per-flow throughput (mean over {span_us:g} us)")
-    fig.tight_layout()
-    fig.savefig(folder / "rates.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, folder / "rates.png")
 
+
+def _plot_fct(plt, scn, runs, folder) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
-    any_flow = False
+    any_flow, notes = False, []
     for run in runs:
-        slow = sorted(r["slowdown"] for r in metrics.fct_rows(run.result)
-                      if r["slowdown"] is not None)
+        rows = metrics.fct_rows(run.result)
+        slow = sorted(r["slowdown"] for r in rows if r["slowdown"] is not None)
+        unfinished = sum(r["fct_ps"] is None for r in rows)
         if slow:
             any_flow = True
+            p50, p99 = metrics.percentile(slow, 50), metrics.percentile(slow, 99)
             ax.step(slow, [(i + 1) / len(slow) for i in range(len(slow))], where="post",
-                    label=f"{run.algorithm} ({len(slow)} flows)")
+                    label=f"{run.algorithm}: {len(slow)} finished, {unfinished} unfinished "
+                          f"(p50 {p50:.3g}, p99 {p99:.3g})")
+        elif rows:
+            notes.append(f"{run.algorithm}: none of {len(rows)} sized flows finished")
     if any_flow:
         ax.set_xscale("log")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7, loc="lower right")
+        _ticks(ax, log_x=True)
+        if notes:
+            ax.text(0.02, 0.98, "\n".join(notes), va="top", fontsize=7, transform=ax.transAxes)
     else:
-        ax.text(0.5, 0.5, "no finished sized flows", ha="center", transform=ax.transAxes)
-    ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
+        _message(ax, "\n".join(notes) or "no sized flow (long-lived flows have no FCT)")
+    ax.set_xlabel("FCT slowdown (FCT / ideal FCT); unfinished flows are not in the CDF")
     ax.set_ylabel("CDF")
     ax.set_title(f"{scn.name}: FCT slowdown")
-    fig.tight_layout()
-    fig.savefig(folder / "fct_slowdown_cdf.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, folder / "fct_slowdown_cdf.png")
 
+
+def _fmt(v: float) -> str:
+    """A bar's label: 3 significant digits, thousands in full (no exponent)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
+EMPTY = {"slowdown_p99": "no finished sized flow", "drops": "no drops",
+         "paused_us": "no PFC pause", "jain": "no long-lived flow over the whole window"}
+
+
+def _stat(data, reps, algo, path: str):
+    """A run's metric (``metrics.<path>``), or over replications its mean, min and max."""
+    if reps is None:
+        v = data["runs"][algo]["metrics"]
+        for k in path.split("."):
+            v = v[k]
+        return v, None, None
+    st = reps["runs"][algo].get(f"metrics.{path}", {"mean": None})
+    return st["mean"], st.get("min"), st.get("max")
+
+
+def _plot_comparison(plt, scn, runs, data, folder, reps) -> None:
     panels = [("utilization", "max port utilization"), ("queue_p99_kb", "queue p99 (KB)"),
-              ("slowdown_p99", "FCT slowdown p99"), ("jain", "Jain index (long flows)"),
-              ("drops", "drops"), ("paused_us", "PFC pause time (us)")]
-    fig, axes = plt.subplots(2, 3, figsize=(10, 5.5))
+              ("slowdown_p99", "FCT slowdown p99 (unfinished flows apart)"),
+              ("jain", "Jain index (long flows)"), ("drops", "drops by reason"),
+              ("paused_us", "PFC pause time (us)")]
+    fig, axes = plt.subplots(2, 3, figsize=(10, 5.8))
     names = [r.algorithm for r in runs]
+    x = list(range(len(names)))
     for ax, (key, label) in zip(axes.flat, panels, strict=True):
-        if reps is None:
-            values = [data["runs"][a]["metrics"]["headline"][key] for a in names]
-            lo = hi = None
-        else:       # the mean over the seeds, the bar's whisker their range
-            st = [reps["runs"][a][f"metrics.headline.{key}"] for a in names]
-            values = [s["mean"] for s in st]
-            lo = [0 if s["mean"] is None else max(0.0, s["mean"] - s["min"]) for s in st]
-            hi = [0 if s["mean"] is None else max(0.0, s["max"] - s["mean"]) for s in st]
-        heights = [0 if v is None else v for v in values]
-        ax.bar(names, heights, color=[f"C{i}" for i in range(len(names))],
-               yerr=None if lo is None else [lo, hi], capsize=3)
-        for i, v in enumerate(values):
-            ax.text(i, heights[i], "n/a" if v is None else f"{v:.3g}", ha="center",
-                    va="bottom", fontsize=7)
-        top = max(h + (0 if hi is None else hi[i]) for i, h in enumerate(heights))
-        ax.set_ylim(0, top * 1.15 or 1)
         ax.set_title(label, fontsize=9)
-        ax.tick_params(labelsize=7)
+        every = [_stat(data, reps, a, f"headline.{key}")[0] for a in names]
+        if key in EMPTY and not any(every):
+            text = EMPTY[key]
+            if key == "slowdown_p99":
+                unfin = [_stat(data, reps, a, "headline.unfinished")[0] or 0 for a in names]
+                if any(unfin):
+                    text += "\n" + ", ".join(f"{a}: {u:.3g} unfinished"
+                                             for a, u in zip(names, unfin, strict=True))
+            _message(ax, text)
+            continue
+        if key == "drops":
+            k_drops = [_stat(data, reps, a, "counters.drops_not_ect_at_k")[0] or 0
+                       for a in names]
+            buf = [_stat(data, reps, a, "counters.drops_buffer")[0] or 0 for a in names]
+            ax.bar(x, k_drops, color="C3", label="Not-ECT at K (by design for LDCP)")
+            ax.bar(x, buf, bottom=k_drops, color="C7", label="buffer full")
+            for i in x:
+                ax.text(i, k_drops[i] + buf[i], f"{_fmt(k_drops[i])} + {_fmt(buf[i])}",
+                        ha="center", va="bottom", fontsize=6)
+            # (headroom above the bars for the legend)
+            ax.set_ylim(0, max(k + b for k, b in zip(k_drops, buf, strict=True)) * 1.6 or 1)
+            ax.legend(fontsize=6, loc="upper left")
+        else:
+            st = [_stat(data, reps, a, f"headline.{key}") for a in names]
+            values = [s[0] for s in st]
+            heights = [0 if v is None else v for v in values]
+            lo = hi = None
+            if reps is not None:    # the mean over the seeds, the bar's whisker their range
+                lo = [0 if v is None else max(0.0, v - s[1]) for v, s in zip(values, st,
+                                                                            strict=True)]
+                hi = [0 if v is None else max(0.0, s[2] - v) for v, s in zip(values, st,
+                                                                            strict=True)]
+            ax.bar(x, heights, color=[f"C{i}" for i in x],
+                   yerr=None if lo is None else [lo, hi], capsize=3)
+            for i, v in enumerate(values):
+                text = "n/a" if v is None else _fmt(v)
+                if key == "slowdown_p99":
+                    u = _stat(data, reps, names[i], "headline.unfinished")[0]
+                    text += f"\n{u or 0:.3g} unfin."
+                ax.text(i, heights[i], text, ha="center", va="bottom", fontsize=6)
+            top = max((h + (0 if hi is None else hi[i]) for i, h in enumerate(heights)),
+                      default=0)
+            ax.set_ylim(0, top * 1.3 or 1)
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, rotation=30 if len(names) > 3 else 0, fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
     seeds = "" if reps is None else (f" (mean of seeds {reps['seeds'][0]}..{reps['seeds'][-1]},"
                                      " whiskers: min-max)")
     fig.suptitle(f"{scn.name}: comparison{seeds}")
-    fig.tight_layout()
+    fig.text(0.5, 0.005, NOT_ECT_NOTE, ha="center", fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(folder / "comparison.png", dpi=110)
     plt.close(fig)
+
+
+def _plot_traces(plt, scn, runs, folder) -> None:
+    """``traces.png``: per algorithm (a row), the tracked flows' window or rate (target rate
+    dashed, cuts marked), alpha and RTT samples from the trace."""
+    from sim.net import trace as tr
+    shown = {}
+    for run in runs:
+        res = run.result
+        rows = getattr(res, "trace", None) or []
+        ids = sorted({r[1] for r in rows})[:PLOT_TRACE_FLOWS]
+        fields = [(f, lab) for f, lab in TRACE_PANELS
+                  if f in (getattr(res, "trace_fields", ()) or ())]
+        shown[run.algorithm] = (rows, ids, fields)
+    color = _colors(plt, [i for _, ids, _ in shown.values() for i in ids])
+    ncols = max([len(f) for _, _, f in shown.values()] + [1])
+    n = len(runs)
+    fig, axes = plt.subplots(n, ncols, figsize=(3.6 * ncols + 0.8, 2.2 * n + 0.6),
+                             squeeze=False)
+    idx = {f: tr.FIELDS.index(f) + 3 for f in tr.FIELDS}
+    for row_axes, run in zip(axes, runs, strict=True):
+        rows, ids, fields = shown[run.algorithm]
+        end = run.result.duration_ps / PS_PER_US
+        if not ids:
+            _message(row_axes[0], "no tracked flow (long-lived flows and workloads with "
+                     "track = true are traced)")
+            row_axes[0].set_title(run.algorithm, fontsize=9, loc="left")
+            for ax in row_axes[1:]:
+                ax.axis("off")
+            continue
+        per_flow = {i: [r for r in rows if r[1] == i] for i in ids}
+        for c, ax in enumerate(row_axes):
+            if c >= len(fields):
+                ax.axis("off")
+                continue
+            field, label = fields[c]
+            k = idx[field]
+            for i in ids:
+                pts = [(r[0] / PS_PER_US, r[k]) for r in per_flow[i] if r[k] is not None]
+                if not pts:
+                    continue
+                t, v = [p[0] for p in pts], [p[1] for p in pts]
+                if field == "rtt_us":
+                    ax.plot(t, v, ".", ms=1.5, color=color[i], label=str(i))
+                    continue
+                ax.step(t + [end], v + [v[-1]], where="post", lw=0.8, color=color[i],
+                        label=str(i))
+                if field == "rate_gbps" and "target_rate_gbps" in run.result.trace_fields:
+                    tk = idx["target_rate_gbps"]
+                    tv = [r[tk] for r in per_flow[i] if r[tk] is not None]
+                    ax.step(t + [end], tv + [tv[-1]], where="post", lw=0.6, ls="--",
+                            color=color[i], alpha=0.6)
+                if field in ("cwnd_pkts", "rate_gbps"):
+                    cuts = [(r[0] / PS_PER_US, r[k]) for r in per_flow[i]
+                            if r[2] == "cut" and r[k] is not None]
+                    if 0 < len(cuts) <= MARK_CUTS:     # (LDCP's per-ACK decreases: too many)
+                        ax.plot([p[0] for p in cuts], [p[1] for p in cuts], "v", ms=3,
+                                color=color[i])
+            ax.set_ylabel(label, fontsize=8)
+            ax.set_xlabel("time (us)", fontsize=7)
+            ax.set_xlim(0, end)
+            if c == 0:
+                ax.set_title(f"{run.algorithm}: {len(ids)} flow(s)", fontsize=9, loc="left")
+                if len(ids) <= 8:
+                    ax.legend(fontsize=6, loc="upper right", title="flow",
+                              title_fontsize=6)
+            _ticks(ax)
+    fig.suptitle(f"{scn.name}: tracked flows' state (cuts marked, target rate dashed)")
+    _save(plt, fig, folder / "traces.png")
+
+
+def write_plots(scn: Scenario, runs: list, data: dict, folder: Path,
+                reps: dict | None = None) -> None:
+    """``queues.png``, ``rates.png``, ``fct_slowdown_cdf.png``, ``comparison.png`` and
+    ``traces.png``: one colour per flow (and per port) in every panel; a panel with nothing
+    to show says why."""
+    plt = _pyplot()
+    _plot_queues(plt, scn, runs, folder)
+    _plot_rates(plt, scn, runs, folder)
+    _plot_fct(plt, scn, runs, folder)
+    _plot_comparison(plt, scn, runs, data, folder, reps)
+    _plot_traces(plt, scn, runs, folder)
 
 
 COLUMNS = [("algorithm", "{}", 9), ("events", "{:,}", 11), ("wall s", "{:.1f}", 7),

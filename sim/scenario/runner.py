@@ -53,6 +53,93 @@ def build(scn: Scenario, algorithm: str):
     return net, topo, flows
 
 
+@dataclass(frozen=True)
+class PathGroup:
+    """Flows whose paths have the same length, propagation, base RTT and slowest link."""
+    pairs: tuple[tuple[str, str], ...]   # (source group, destination group), in flow order
+    flows: int
+    links: int                  # links of the data path
+    propagation_ps: int         # every link's delay, out and back
+    base_rtt_ps: int            # plus serialization: a data packet out, an ACK back, per hop
+    rate_bps: int               # the slowest link of the data path
+    mtu: int
+
+    @property
+    def serialization_ps(self) -> int:
+        return self.base_rtt_ps - self.propagation_ps
+
+    @property
+    def bdp_bytes(self) -> float:
+        return self.rate_bps * self.base_rtt_ps / 8e12
+
+
+def paths(scn: Scenario, algorithm: str | None = None) -> list[PathGroup]:
+    """The distinct paths of the flows of ``scn`` (for ``algorithm``'s switch: its MTU), on the
+    core's topology with the run's ECMP choices; a path's base RTT is
+    :meth:`sim.net.network.Network.base_rtt_ps` (what LDCP takes as its flows' RTT)."""
+    from sim.net.packet import ACK
+
+    api = core.api()
+    algorithm = algorithm or scn.algorithms[0]
+    switch = scn.switch_for(algorithm)
+    net = api.Network(algorithm=algorithm, params=scn.params[algorithm], switch=switch,
+                      seed=scn.seed, sample_ps=scn.sample_ps)
+    topo = scn.topology.build(net, api.topology)
+    group_of = {}
+    for name, hosts in topo.groups.items():
+        if name != "all":
+            for h in hosts:
+                group_of.setdefault(h, name)
+    try:
+        flows = generate_flows(scn.workloads, topo.groups, scn.topology, scn.duration_ps,
+                               scn.seed, scn.cdfs)
+    except ValueError as e:
+        raise ScenarioError(scn.source, "workload", missing(), str(e)) from None
+    groups: dict[tuple, list] = {}
+    seen: dict[tuple[int, int], tuple] = {}
+    for f in flows:
+        key = seen.get((f.src, f.dst))
+        if key is None:
+            if f.src == f.dst:
+                continue
+            fwd = net._path(f.src, f.dst, f.flow_id)
+            back = net._path(f.dst, f.src, f.flow_id, ACK)
+            prop = sum(p.delay_ps for p in fwd) + sum(p.delay_ps for p in back)
+            key = seen[(f.src, f.dst)] = (len(fwd), prop, net.base_rtt_ps(f.src, f.dst,
+                                                                          f.flow_id),
+                                          min(p.rate_bps for p in fwd))
+        entry = groups.setdefault(key, [{}, 0])
+        entry[0].setdefault((group_of.get(f.src, "?"), group_of.get(f.dst, "?")), None)
+        entry[1] += 1
+    return [PathGroup(tuple(pairs), n, *key, switch.mtu)
+            for key, (pairs, n) in sorted(groups.items(), key=lambda kv: (-kv[1][1], kv[0]))]
+
+
+def path_lines(groups: list[PathGroup], most: int = 8) -> list[str]:
+    """What ``python -m sim run`` prints of :func:`paths` before it simulates."""
+    if not groups:
+        return []
+    mtu = groups[0].mtu
+    lines = [f"paths (base RTT = propagation out and back + store-and-forward of a {mtu} B "
+             f"packet per hop out and a 64 B ACK per hop back; BDP = base RTT x the path's "
+             f"slowest link):"]
+
+    for g in groups[:most]:
+        pairs = ", ".join(f"{a} -> {b}" for a, b in g.pairs[:3])
+        if len(g.pairs) > 3:
+            pairs += f" and {len(g.pairs) - 3} more"
+        bdp = g.bdp_bytes
+        lines.append(f"  {pairs} ({g.flows} flow{'s' * (g.flows != 1)}, {g.links} links): "
+                     f"RTT {g.base_rtt_ps / 10**6:.3f} us ({g.propagation_ps / 10**6:.3f} "
+                     f"propagation + {g.serialization_ps / 10**6:.3f} store-and-forward), "
+                     f"BDP {bdp:,.0f} B = {bdp / g.mtu:,.1f} packets at "
+                     f"{g.rate_bps / 1e9:g} Gb/s")
+    if len(groups) > most:
+        rest = groups[most:]
+        lines.append(f"  ... {len(rest)} more path kinds ({sum(g.flows for g in rest)} flows)")
+    return lines
+
+
 def check(scn: Scenario) -> None:
     """The checks that need the core: build every algorithm's network once, without running it
     (flows from a host to itself, and whatever the core's builders reject, such as a switch
