@@ -75,6 +75,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "1 -> 2"):
         "a signed register one bit wider than needed holds the same values (+/- length); "
         "every use sign-extends it",
+    ("hw/nic/ldcp_transport.py",
+     "m.d.comb += load_value.eq(Mux(eng.cw < ONE, eng.cw, ONE))", "< -> <="):
+        "at cw == ONE both arms are ONE: min(cw, 1) either way",
+    ("hw/nic/ldcp_transport.py",
+     "passed = progress & Mux(pkt_t, sent_len < a.lsn, st.nxt < a.lsn)", "< -> <="):
+        "when the ACK's LSN equals the nxt the sender would take anyway (sent_len, or nxt), "
+        "the go-back candidate (una_new = that LSN, + mtu, 'is the last') is the same triple "
+        "as the advance or hold candidate (nxt_mtu = nxt + mtu and is_last = nxt + mtu >= "
+        "msg_len hold in every reachable state)",
 }
 
 CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
