@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from sim.scenario import config, output, runner
+from sim.scenario import cluster, config, output, runner
 from sim.scenario.fields import ScenarioError
 
 PS_PER_US = 10**6
@@ -350,8 +350,11 @@ def cmd_sweep(args) -> int:
             for algo in scn.algorithms]
     folder = output.check_writable(Path(args.out) / name)     # before any run
     output.remove_files(folder, SWEEP_FILES)
-    print(f"sweep {name}: {len(points)} points x algorithms = {len(jobs)} runs, "
-          f"{args.jobs} process(es)", file=sys.stderr)
+    where = (f"{args.jobs} process(es)" if not args.dask else
+             f"Dask LocalCluster of {args.jobs} worker(s)" if args.dask == cluster.LOCAL else
+             f"Dask scheduler {args.dask}")
+    print(f"sweep {name}: {len(points)} points x algorithms = {len(jobs)} runs, {where}",
+          file=sys.stderr)
     rows = []
 
     def label(overrides):
@@ -377,7 +380,19 @@ def cmd_sweep(args) -> int:
             writer.writerows(rows)
 
     try:
-        if args.jobs <= 1:
+        if args.dask:
+            client, local = cluster.open_client(args.dask, args.jobs)
+            # a bundled scenario by its name: each worker finds its own copy
+            target = path if Path(args.scenario).is_file() else args.scenario
+            try:
+                results = cluster.run_in_order(client, _sweep_job,
+                                               [(target, o, a) for _, o, a in jobs])
+                for (i, o, a), (_, result) in zip(jobs, results, strict=True):
+                    record(i, o, a, result)
+                    write()
+            finally:
+                cluster.close(client, local)
+        elif args.jobs <= 1:
             for i, overrides, algo in jobs:
                 record(i, overrides, algo, _sweep_job(path, overrides, algo))
                 write()
@@ -520,12 +535,17 @@ def main(argv=None) -> int:
                      "repeatable)")
     run.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
                      help="processes for the replications (default: the CPUs)")
-    sweep = sub.add_parser("sweep", help="run a parameter grid across local processes")
+    sweep = sub.add_parser("sweep", help="run a parameter grid across local processes "
+                           "or a Dask cluster")
     common(sweep)
     sweep.add_argument("--param", action="append",
                        help="key.path=v1,v2 (repeatable; the grid is the cartesian product)")
     sweep.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
-                       help="processes")
+                       help="processes (with --dask: the LocalCluster's workers)")
+    sweep.add_argument("--dask", nargs="?", const="local", metavar="ADDRESS",
+                       help="run the points on Dask distributed: alone, a LocalCluster of "
+                       "--jobs worker processes; with an address (tcp://host:8786), the "
+                       "workers of that running scheduler")
     bench = sub.add_parser("bench", help="events/s and wall time (writes out/bench.json)")
     bench.add_argument("--senders", type=_int_list, default=[100, 1000, 10000],
                        help="incast sizes to time (100,1000,10000)")

@@ -276,14 +276,15 @@ def test_sender_errors_like_cycle_model():
             s.advance(3)
 
 
-def test_network_run_identical(monkeypatch):
+def test_network_run_identical():
     """The simulator's LDCP endpoints give the identical RunResult with either class."""
     from sim.net.engine import PS_PER_US
     from sim.net.network import FlowSpec, Network
     from sim.net.topology import dumbbell
 
-    def run():
+    def run(kind):
         net = Network("ldcp", sample_ps=PS_PER_US)
+        net.engine = kind           # the engine implementation (sim.net.engine_api)
         topo = dumbbell(net, 3)
         rxh = topo.groups["receivers"][0]
         for i, src in enumerate(topo.groups["senders"]):
@@ -291,15 +292,15 @@ def test_network_run_identical(monkeypatch):
         net.run(100 * PS_PER_US)
         return net
 
-    import sim.net.algorithms as algorithms
     results = []
-    for sender, receiver in ((LdcpSenderModel, LdcpReceiverModel),
-                             (FastLdcpSenderModel, FastLdcpReceiverModel)):
-        # the names the endpoints instantiate
-        monkeypatch.setattr(algorithms, "FastLdcpSenderModel", sender)
-        monkeypatch.setattr(algorithms, "FastLdcpReceiverModel", receiver)
-        net = run()
-        assert type(net.sender(0).model) is sender and type(net.receiver(0).model) is receiver
+    for kind, sender, receiver in (("golden", LdcpSenderModel, LdcpReceiverModel),
+                                   ("fast", FastLdcpSenderModel, FastLdcpReceiverModel)):
+        net = run(kind)
+        tx, rx = net.sender(0).model, net.receiver(0).model
+        assert isinstance(tx, sender) and isinstance(rx, receiver)
+        fast = kind == "fast"
+        assert isinstance(tx, FastLdcpSenderModel) == fast
+        assert isinstance(rx, FastLdcpReceiverModel) == fast
         results.append(net.result())
     print(results[0].events, results[0].flows, results[0].counters)
     assert results[0].events > 1000

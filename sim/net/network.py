@@ -14,12 +14,14 @@
 * A :class:`Host` is a NIC (one port, unbounded queue, honours PAUSE) and the flows' endpoints,
   which come from the algorithm registry (:mod:`sim.net.algorithms`).
 
-The narrow interface between a host and its congestion engine is documented in
-:mod:`sim.net.algorithms`.
+The narrow interface between a host and its endpoints is documented in
+:mod:`sim.net.algorithms`; the one between the endpoints' transport and the congestion engines
+(golden models, LDCP's fast twin, later the Verilated RTL) in :mod:`sim.net.engine_api`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter, deque
 from collections.abc import Callable
@@ -31,7 +33,8 @@ from hw.params import ConfigError, check_bool, check_choice, check_int
 from sim.models.marker import Descriptor, MarkerModel
 from sim.models.qcn import CpFrame, CpModel
 
-from .engine import PS_PER_NS, PS_PER_US, Simulator, serialization_ps
+from .algos.common import THRESHOLD_MAX
+from .engine import PS_PER_US, Simulator, serialization_ps
 from .packet import (
     ACK,
     CNM,
@@ -102,8 +105,8 @@ class SwitchConfig:
     lfsr_seed: int | None = None
 
     def __post_init__(self):
-        check_int(self, "queue_bytes", self.queue_bytes, 1000, (1 << 24) - 1)
-        check_int(self, "buffer_bytes", self.buffer_bytes, self.queue_bytes, (1 << 24) - 1,
+        check_int(self, "queue_bytes", self.queue_bytes, 1000, THRESHOLD_MAX)
+        check_int(self, "buffer_bytes", self.buffer_bytes, self.queue_bytes, THRESHOLD_MAX,
                   lo_name="queue_bytes")
         check_choice(self, "marking_point", self.marking_point, ("enqueue", "dequeue"))
         if not isinstance(self.pfc, PfcConfig):
@@ -344,7 +347,7 @@ class Switch(Node):
         self.ingress_bytes: list[int] = []
         self.pause_sent: list[bool] = []
         self.refresh_pending: list[bool] = []
-        self.l3qcn_last: dict[int, int] = {}          # flow -> last switch-built CNP time
+        self.l3qcn_np: dict = {}          # flow -> its notification point (CnpPacer)
 
     # -- forwarding ----------------------------------------------------------------------------
     def route(self, pkt: Packet) -> EgressPort:
@@ -392,10 +395,10 @@ class Switch(Node):
             # L3QCN for RoCEv2: the congested switch itself tells the source, and the packet
             # continues unmarked (the receiver's NP must not answer the same congestion twice).
             pkt.ecn = ecn_in
-            last = self.l3qcn_last.get(pkt.flow)
-            now = self.sim.now
-            if last is None or now - last >= net.l3qcn_interval_ps:
-                self.l3qcn_last[pkt.flow] = now
+            np = self.l3qcn_np.get(pkt.flow)
+            if np is None:
+                np = self.l3qcn_np[pkt.flow] = net.l3qcn_np()
+            if np.on_ce(self.sim.now):
                 net.counters["cnps"] += 1
                 net.counters["cnps_by_switch"] += 1
                 self.route_control(control(CNP, pkt.flow, pkt.dst, pkt.src, by_switch=True,
@@ -490,7 +493,10 @@ class Network:
         self.counters: Counter = Counter()
         self.monitored: list[EgressPort] = []
         self.l3qcn = False
-        self.l3qcn_interval_ps = 0
+        self.l3qcn_np = None              # () -> a switch's per-flow notification point
+        # the congestion engines' implementation (sim.net.engine_api; None: each algorithm's
+        # default, the golden models or LDCP's fast twin)
+        self.engine: str | None = None
         self.flows_by_id: dict[int, FlowSpec] = {}
         self._sampling = False
         self._finalized = False
@@ -585,7 +591,7 @@ class Network:
                 sw.tor_ports[tor] = [p.index for p in sw.ports if isinstance(p.peer, Switch)
                                      and dist.get(p.peer.id, -1) == dist[sw.id] - 1]
         pfc = self.switch.pfc
-        limit = (1 << 24) - 1
+        limit = THRESHOLD_MAX
         cp_cfg = self.algorithm.cp_config(self.params, self.mtu)
         for sw in self.switches:
             if pfc.enabled:
@@ -612,8 +618,9 @@ class Network:
             if pfc.enabled and pfc.watchdog_checks:
                 self.sim.at(pfc.watchdog_period_ps, sw.watchdog)
         self.l3qcn = self.algorithm.l3qcn(self.params)
-        if self.l3qcn:     # the switch's NP paces CNPs as the receiver's would
-            self.l3qcn_interval_ps = self.params.cnp_interval_ns * PS_PER_NS
+        if self.l3qcn:     # the switch's NP paces CNPs (sim.net.algos.l3qcn.switch_np)
+            from .algos.l3qcn import switch_np
+            self.l3qcn_np = functools.partial(switch_np, self.params)
         for p in self.monitored:
             self.queue_series[p.name] = []
             self.pause_series[p.name] = []
