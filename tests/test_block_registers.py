@@ -42,10 +42,72 @@ def _cnp(cfg):
     return CnpGenerator(cfg), model.write, model.read
 
 
+def _model_of(block, model):
+    """A block whose golden model has ``write``/``read``."""
+    def make(cfg):
+        mod = model(cfg)
+        return block(cfg), mod.write, mod.read
+    return make
+
+
+def _np(cfg):
+    from hw.nic.dcqcn_np import DcqcnNp
+    from sim.models.dcqcn_np import NpModel
+    return _model_of(DcqcnNp, NpModel)(cfg)
+
+
+def _rate_limiter(cfg):
+    from hw.nic.rate_limiter import RateLimiter
+    from sim.models.rate_limiter import RateLimiterModel
+    return _model_of(RateLimiter, RateLimiterModel)(cfg)
+
+
+def _qcn_rp(cfg):
+    from hw.nic.qcn_rp import QcnRp
+    from sim.models.qcn import QcnRpModel
+    return _model_of(QcnRp, QcnRpModel)(cfg)
+
+
+def _qcn_cp(cfg):
+    from hw.switch.qcn_cp import QcnCp
+    from sim.models.qcn import CpModel
+    return _model_of(QcnCp, CpModel)(cfg)
+
+
+def _cnm(cfg):
+    from hw.switch.cnm_gen import CnmGenerator
+    from sim.models.cnm import CnmModel
+    return _model_of(CnmGenerator, CnmModel)(cfg)
+
+
+def _dcqcn_rp(cfg):
+    from hw.nic.dcqcn_rp import DcqcnRp
+    from sim.models.dcqcn import DcqcnRpModel
+    return _model_of(DcqcnRp, DcqcnRpModel)(cfg)
+
+
+def _l3qcn_cp(cfg):
+    from hw.switch.l3qcn import L3qcnCp
+    from sim.models.l3qcn import L3qcnCpModel
+    return _model_of(L3qcnCp, L3qcnCpModel)(cfg)
+
+
+def _l3qcn_tor(cfg):
+    from hw.switch.l3qcn import L3qcnTor
+    from sim.models.l3qcn import TorModel
+    return _model_of(L3qcnTor, TorModel)(cfg)
+
+
 BLOCKS = {"marker_8x8": _marker, "ldcp_window_g8": _window, "ldcp_tx": _sender,
-          "cnp_gen_ipv6": _cnp}
+          "cnp_gen_ipv6": _cnp, "dcqcn_np": _np, "rate_limiter_4": _rate_limiter,
+          "qcn_rp": _qcn_rp, "qcn_cp": _qcn_cp, "cnm_gen": _cnm,
+          "dcqcn_rp_connectx": _dcqcn_rp, "l3qcn_cp_roce": _l3qcn_cp,
+          "l3qcn_cp_qcn": _l3qcn_cp, "l3qcn_tor": _l3qcn_tor}
 BLOCK_TYPES = {"marker_8x8": "MRKR", "ldcp_window_g8": "LDWN", "ldcp_tx": "LDTX",
-               "cnp_gen_ipv6": "CNPG"}
+               "cnp_gen_ipv6": "CNPG", "dcqcn_np": "DCNP", "rate_limiter_4": "RLIM",
+               "qcn_rp": "QCRP", "qcn_cp": "QCCP", "cnm_gen": "CNMG",
+               "dcqcn_rp_connectx": "DCRP", "l3qcn_cp_roce": "L3CP", "l3qcn_cp_qcn": "L3CP",
+               "l3qcn_tor": "L3TR"}
 
 
 @pytest.mark.parametrize("top", list(BLOCKS))

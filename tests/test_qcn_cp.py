@@ -158,3 +158,22 @@ def test_rtl_quantization_edges():
     got = run_rtl(EVERY_FRAME, frames, p_ready=1.0)
     for mag, d in zip(mags, got[1::2], strict=True):
         assert d.qntz_fb == math.ceil(Fraction(min(mag, fb_max) * 63, fb_max)), mag
+
+
+@pytest.mark.parametrize("occ_width", [8, 20])
+def test_narrow_occupancy_builds_and_matches_model(occ_width):
+    """A narrow occupancy (the quantizer's reciprocal then fits one 32-bit register word: no
+    QNTZ_MULT_HI) builds, and steady queues quantize to the exact ceiling of 63 |Fb| / Fb_max."""
+    top = (1 << occ_width) - 1
+    q_eq = top // 8
+    cfg = QcnCpConfig(q_eq=q_eq, w=2, occ_width=occ_width, jitter=0.0,
+                      sample_table=(1,) * 8, len_width=8)
+    assert ("QNTZ_MULT_HI" in {r.name for r in cfg.register_map().registers}) is False
+    fb_max = q_eq * 5
+    mags = [1, fb_max // 63 + 1, fb_max // 2, top - q_eq]
+    frames = [f for mag in mags for f in (CpFrame(q_eq + mag, 1), CpFrame(q_eq + mag, 1))]
+    got = run_rtl(cfg, frames, p_ready=1.0)
+    model = CpModel(cfg)
+    assert got == [model.step(f) for f in frames]
+    for mag, d in zip(mags, got[1::2], strict=True):
+        assert d.qntz_fb == math.ceil(Fraction(min(mag, fb_max) * 63, fb_max)), mag

@@ -24,7 +24,9 @@ Fixed-point formats (``docs/dcqcn.md``, "Fixed point"):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import fields as dc_fields
 
+from ..lib.csr import Register, RegisterMap
 from ..params import (
     BlockConfig,
     ConfigError,
@@ -121,6 +123,36 @@ class DcqcnRpRegisters:
     rt_guard: int
 
 
+#: the register descriptions (docs, SystemRDL, C header)
+RP_REGISTER_DESC = {
+    "t_cycles": "rate-increase timer period T, cycles (rpg_time_reset)",
+    "t_half_cycles": "T/2, cycles (ns3-rdma hyper increase)",
+    "k_cycles": "alpha timer period K, cycles (dce_tcp_rtt)",
+    "p_cycles": "cut-check / holdoff period P, cycles (rate_reduce_monitor_period)",
+    "byte_reset": "byte counter B, bytes (rpg_byte_reset; 0: no byte counter)",
+    "byte_half": "B/2, bytes (ns3-rdma hyper increase)",
+    "threshold": "F, stages of fast recovery (rpg_threshold)",
+    "ai_rate": "R_AI, UQ.10 Mb/s (rpg_ai_rate)",
+    "hai_rate": "R_HAI, UQ.10 Mb/s (rpg_hai_rate)",
+    "gd_shift": "cut = (Rc alpha) >> gd_shift (rpg_gd + 14)",
+    "min_dec_fac": "minimum decrease factor, UQ0.16 (rpg_min_dec_fac %, rounded up)",
+    "min_rate": "lowest rate, UQ.10 Mb/s (rpg_min_rate)",
+    "max_rate": "highest rate and the rate after reset, UQ.10 Mb/s (rpg_max_rate)",
+    "first_rate": "rate set on the first CNP, UQ.10 Mb/s (0: a normal cut)",
+    "g": "alpha gain g, UQ0.10 (1024 - dce_tcp_g)",
+    "alpha_init": "initial alpha, UQ1.24 (initial_alpha_value)",
+    "alpha_mode": "0 on CNP (paper), 1 periodic (ConnectX)",
+    "cut_mode": "0 every CNP, 1 periodic check, 2 holdoff",
+    "increase_rule": "0 paper, 1 ns3, 2 hpcc",
+    "hai_step": "0 i R_HAI, 1 (i + 1) R_HAI, 2 R_HAI",
+    "clamp_rule": "Rt = Rc at a cut: 0 always, 1 byte stage != 0, 2 time stage != 0, 3 either",
+    "alpha_before_cut": "1: alpha updated before the cut uses it (ON_CNP alpha)",
+    "bc_reload_on_clamp_only": "1: the byte counter reloaded at a cut only when it clamps Rt",
+    "halve_in_hyper": "1: T/2 and B/2 while in hyper increase",
+    "rt_guard": "1: Rt = Rt/8 instead of increasing when a stage is 1 and Rt > 10 Rc",
+}
+
+
 @dataclass(frozen=True)
 class DcqcnRpConfig(BlockConfig):
     """DCQCN reaction point: ConnectX knobs (µs, Mb/s, /1024, %) plus the profile settings.
@@ -129,7 +161,8 @@ class DcqcnRpConfig(BlockConfig):
     default ``rpg_max_rate``), ``timer_width`` (bits of each timer counter; every period in
     cycles must fit), ``byte_width`` (bits of the byte counter and of a TX event's length).
 
-    ConnectX knobs (run-time values fixed at reset): ``rpg_time_reset`` µs (T),
+    ConnectX knobs (the reset values of the run-time registers, :meth:`register_map`):
+    ``rpg_time_reset`` µs (T),
     ``rpg_byte_reset`` bytes (B; 0 disables the byte counter), ``rpg_threshold`` (F),
     ``rpg_ai_rate`` / ``rpg_hai_rate`` Mb/s, ``rpg_gd`` (cut = Rc alpha / 2**(gd-10), 11 = alpha/2),
     ``rpg_min_dec_fac`` % (one cut never leaves less than this fraction of Rc), ``rpg_min_rate``
@@ -281,6 +314,42 @@ class DcqcnRpConfig(BlockConfig):
     @property
     def rate_width(self) -> int:
         return bits_for(self.line_rate_mbps << RATE_FRAC)
+
+    # -- run-time registers --------------------------------------------------------------------
+    def register_widths(self) -> dict[str, int]:
+        """Width of each run-time register (the fields of :class:`DcqcnRpRegisters`)."""
+        RW, TW, BW = self.rate_width, self.timer_width, self.byte_width
+        return {
+            "t_cycles": TW, "t_half_cycles": TW, "k_cycles": TW, "p_cycles": TW,
+            "byte_reset": BW, "byte_half": BW, "threshold": STAGE_BITS,
+            "ai_rate": RW, "hai_rate": RW, "gd_shift": 5, "min_dec_fac": MDF_FRAC + 1,
+            "min_rate": RW, "max_rate": RW, "first_rate": RW,
+            "g": G_FRAC + 1, "alpha_init": ALPHA_FRAC + 1,
+            "alpha_mode": 1, "cut_mode": 2, "increase_rule": 2, "hai_step": 2, "clamp_rule": 2,
+            "alpha_before_cut": 1, "bc_reload_on_clamp_only": 1, "halve_in_hyper": 1,
+            "rt_guard": 1,
+        }
+
+    def register_list(self) -> list[Register]:
+        """The run-time registers in address order (word 0 up), one per field of
+        :class:`DcqcnRpRegisters`, reset to this configuration's values; shared by the single
+        flow (:meth:`register_map`) and the multi-flow engine's map."""
+        widths, values = self.register_widths(), self.registers()
+        return [Register.single(f.name.upper(), widths[f.name], getattr(values, f.name),
+                                desc=RP_REGISTER_DESC[f.name])
+                for f in dc_fields(DcqcnRpRegisters)]
+
+    def register_map(self, name: str = "dcqcn_rp") -> RegisterMap:
+        """The single flow's register map: every knob and profile switch (reset: this
+        configuration's values, so one build runs any profile)."""
+        return RegisterMap(name, tuple(self.register_list()), "DCRP", version=(1, 0),
+                           desc="DCQCN reaction point, one flow")
+
+    @staticmethod
+    def registers_from(values) -> DcqcnRpRegisters:
+        """:class:`DcqcnRpRegisters` from register values by register name."""
+        return DcqcnRpRegisters(**{f.name: values[f.name.upper()]
+                                   for f in dc_fields(DcqcnRpRegisters)})
 
     # -- the single user-unit -> register conversion -----------------------------------------
     def registers(self) -> DcqcnRpRegisters:

@@ -35,7 +35,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.arith import delayed, named_wire, umax
 from ..params import BlockConfig, ConfigError, check_bool, check_int
-from .dcqcn_config import ALPHA_FRAC, G_FRAC, MDF_FRAC, STAGE_BITS, DcqcnRpConfig
+from .dcqcn_config import ALPHA_FRAC, STAGE_BITS, DcqcnRpConfig
 from .dcqcn_rp import RP_CUTS, StagePipe, build_rp_update
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
@@ -72,17 +72,9 @@ def state_bits(cfg: DcqcnRpConfig, time_width: int) -> int:
 
 
 def register_widths(cfg: DcqcnRpConfig) -> dict[str, int]:
-    """Width of each run-time register (the fields of :class:`DcqcnRpRegisters`)."""
-    RW, TW, BW = cfg.rate_width, cfg.timer_width, cfg.byte_width
-    return {
-        "t_cycles": TW, "t_half_cycles": TW, "k_cycles": TW, "p_cycles": TW,
-        "byte_reset": BW, "byte_half": BW, "threshold": STAGE_BITS,
-        "ai_rate": RW, "hai_rate": RW, "gd_shift": 5, "min_dec_fac": MDF_FRAC + 1,
-        "min_rate": RW, "max_rate": RW, "first_rate": RW,
-        "g": G_FRAC + 1, "alpha_init": ALPHA_FRAC + 1,
-        "alpha_mode": 1, "cut_mode": 2, "increase_rule": 2, "hai_step": 2, "clamp_rule": 2,
-        "alpha_before_cut": 1, "bc_reload_on_clamp_only": 1, "halve_in_hyper": 1, "rt_guard": 1,
-    }
+    """Width of each run-time register (the fields of :class:`DcqcnRpRegisters`; declared in
+    :meth:`DcqcnRpConfig.register_widths`, shared with the single flow)."""
+    return cfg.register_widths()
 
 
 class DcqcnDatapath(FlowDatapath):
@@ -284,6 +276,16 @@ class DcqcnEngineConfig(BlockConfig):
         check_bool(self, "pipelined", self.pipelined)
         DcqcnDatapath(self.rp, self.engine.time_width)       # validates the widths
 
+    def register_map(self, name: str = "dcqcn_engine"):
+        """The engine's register map (:func:`hw.nic.engine_regs.engine_register_map`): the
+        datapath's registers (reset: ``rp``'s values), the engine's counters, the header."""
+        from .dcqcn_config import RP_REGISTER_DESC
+        from .engine_regs import engine_register_map
+        return engine_register_map(
+            name, DcqcnDatapath(self.rp, self.engine.time_width, pipelined=self.pipelined),
+            "DCQE", f"DCQCN reaction point engine, {self.engine.n_flows} flows",
+            RP_REGISTER_DESC)
+
     @classmethod
     def for_flows(cls, n_flows: int, **rp) -> DcqcnEngineConfig:
         """``n_flows`` flows, the engine's defaults, the ConnectX profile at 156.25 MHz (with
@@ -294,11 +296,14 @@ class DcqcnEngineConfig(BlockConfig):
 
 
 def dcqcn_engine(config: DcqcnEngineConfig | None = None):
-    """The engine top: :class:`FlowEngine` around a :class:`DcqcnDatapath`."""
+    """The engine top: :class:`FlowEngine` around a :class:`DcqcnDatapath`, with the
+    register map's identification header (:class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = DcqcnEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, DcqcnDatapath(cfg.rp, cfg.engine.time_width,
-                                                pipelined=cfg.pipelined))
+    return EngineRegs(FlowEngine(cfg.engine, DcqcnDatapath(cfg.rp, cfg.engine.time_width,
+                                                           pipelined=cfg.pipelined)),
+                      cfg.register_map())
 
 
 class DcqcnDatapathTop(wiring.Component):

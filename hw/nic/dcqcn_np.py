@@ -5,11 +5,13 @@ See ``docs/dcqcn.md`` ("Notification point") and :mod:`sim.models.dcqcn_np` (gol
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import np_cnp_layout, np_event_layout
+from ..lib.csr import CsrBank
+from ..lib.csr_port import csr_ports
 from .dcqcn_np_config import DcqcnNpConfig
 
 __all__ = ["DcqcnNp"]
@@ -26,6 +28,11 @@ class DcqcnNp(wiring.Component):
     cnp : Out(stream(np_cnp_layout))
         CNPs to send (to the CNP generator, through the flow's address table), lowest flow
         number first when several are due.  A CNP counts as sent when the sink takes it.
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(5), csr_rdata : Out(32)
+        The register port (:meth:`DcqcnNpConfig.register_map`: N in cycles, the ID header).
+        Always ready; a write is applied at the edge that takes it: a flow's window already
+        running keeps counting, the new N is used from its next reload (periodic: from the
+        end of the running period).
 
     Latency and throughput
     ----------------------
@@ -41,13 +48,18 @@ class DcqcnNp(wiring.Component):
         super().__init__({
             "event": In(stream.Signature(np_event_layout(config))),
             "cnp": Out(stream.Signature(np_cnp_layout(config))),
+            **csr_ports(config.register_map()),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        F, N = cfg.flows, cfg.n_cycles
+        F = cfg.flows
         paper = cfg.rule == "paper"
+        # ---- run-time register: N (declared once in DcqcnNpConfig.register_map) -------------
+        bank = CsrBank(cfg.register_map())
+        N = bank["MIN_TIME_BETWEEN_CNPS"]
+        hold_reload = Mux(N == 0, 0, N - 1)            # (an expression: no unused wire)
 
         # ---- state --------------------------------------------------------------------------
         due = Signal(F)                        # a CNP is due for the flow (waiting for the sink)
@@ -56,7 +68,7 @@ class DcqcnNp(wiring.Component):
             pending = Signal(F)                # marked inside the window
         else:
             marked = Signal(F)
-            tick = Signal(cfg.timer_width, init=N)
+            tick = Signal(cfg.timer_width, init=cfg.n_cycles)
 
         # ---- handshake and output: lowest due flow ----------------------------------------------
         m.d.comb += self.event.ready.eq(1)
@@ -78,7 +90,7 @@ class DcqcnNp(wiring.Component):
                 due_mid = ~send_i & (due[i] | expire_due)
                 hold_mid = Signal(cfg.timer_width, name=f"hold{i}_mid")
                 with m.If(send_i):
-                    m.d.comb += hold_mid.eq(max(N - 1, 0))
+                    m.d.comb += hold_mid.eq(hold_reload)
                 with m.Elif(hold[i] != 0):
                     m.d.comb += hold_mid.eq(hold[i] - 1)
                 pend_mid = pending[i] & ~expire_due & ~send_i
@@ -99,4 +111,5 @@ class DcqcnNp(wiring.Component):
                 m.d.sync += tick.eq(N)
             with m.Else():
                 m.d.sync += tick.eq(tick - 1)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
         return m

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..lib.csr import Register, RegisterMap
 from ..params import (
     BlockConfig,
     bits_for,
@@ -51,6 +52,17 @@ class DcqcnNpConfig(BlockConfig):
                       1 if periodic else 0, (1 << self.timer_width) - 1, zero=True,
                       note=f", timer_width {self.timer_width}"
                       + ("; the periodic rule needs N > 0" if periodic else ""))
+
+    def register_map(self, name: str = "dcqcn_np") -> RegisterMap:
+        """The run-time registers (reset: this configuration's values): N in cycles.  The rule
+        and the number of flows are structural (build-time)."""
+        n = Register.single(
+            "MIN_TIME_BETWEEN_CNPS", self.timer_width, self.n_cycles,
+            desc="N in clock cycles (ConnectX min_time_between_cnps x clk); paper rule: the "
+                 "per-flow window reloaded at a CNP; periodic rule: the check period, reloaded "
+                 "when the running period ends (0 there: a period of 2**timer_width)")
+        return RegisterMap(name, (n,), "DCNP", version=(1, 0),
+                           desc=f"DCQCN notification point, {self.flows} QPs, {self.rule} rule")
 
     @property
     def n_cycles(self) -> int:

@@ -6,8 +6,10 @@ See ``docs/dcqcn.md`` for the algorithm, the profiles and the figures, and
 Two parts, as the project's conventions ask for per-flow engines:
 
 - :class:`RpDatapath`: a purely combinational update ``(state, event) -> next state`` for one
-  clock cycle, including the timers (per-flow down-counters), with the knobs as constants;
-- :class:`DcqcnRp`: the storage (one flow held in registers) around it, with an event stream.
+  clock cycle, including the timers (per-flow down-counters), with the knobs as constants or
+  as run-time values;
+- :class:`DcqcnRp`: the storage (one flow held in registers) around it, with an event stream
+  and the knobs as run-time registers (:meth:`DcqcnRpConfig.register_map`).
 
 The update itself is :func:`build_rp_update`, written once for constant knobs (here) and
 run-time registers (the multi-flow engine's :class:`hw.nic.dcqcn_engine.DcqcnDatapath`), with
@@ -28,6 +30,8 @@ from amaranth.lib.wiring import In, Out
 from ..layouts import RpEventKind, RpMode, rp_event_layout, rp_state_layout
 from ..lib.arith import named_wire, umax, umin
 from ..lib.csa import compress, fit
+from ..lib.csr import CsrBank
+from ..lib.csr_port import csr_ports
 from .dcqcn_config import (
     ALPHA_FRAC,
     ALPHA_ONE,
@@ -585,15 +589,18 @@ class RpDatapath:
 
     Inputs: ``state`` (:func:`rp_state_layout`), ``ev_valid``, ``ev`` (:func:`rp_event_layout`);
     pass existing values to use the datapath inside another module (:meth:`build`), or leave
-    them out to get fresh signals.  Output: ``next_state``.  The knobs are elaboration-time
-    constants from the configuration; intermediate results are expressions, not named signals,
-    so that the settings a profile does not use fold away cleanly.  The update is
+    them out to get fresh signals.  Output: ``next_state``.  ``regs``: the knobs, the fields of
+    :class:`DcqcnRpRegisters` as Amaranth values (run-time registers, every setting built) or,
+    by default, the configuration's elaboration-time constants; intermediate results are
+    expressions, not named signals, so that the settings a profile does not use fold away
+    cleanly with constants.  The update is
     :func:`build_rp_update` (shared with the multi-flow engine's
     :class:`hw.nic.dcqcn_engine.DcqcnDatapath`) with the timers as down-counters.
     """
 
-    def __init__(self, cfg: DcqcnRpConfig, state=None, ev_valid=None, ev=None):
+    def __init__(self, cfg: DcqcnRpConfig, state=None, ev_valid=None, ev=None, regs=None):
         self.cfg = cfg
+        self.regs = cfg.registers() if regs is None else regs
         self.state = Signal(rp_state_layout(cfg)) if state is None else state
         self.ev_valid = Signal() if ev_valid is None else ev_valid
         self.ev = Signal(rp_event_layout(cfg)) if ev is None else ev
@@ -606,7 +613,7 @@ class RpDatapath:
 
     def build(self, m: Module) -> None:
         """Add the update logic to ``m`` (the storage's module: one flat Verilog module)."""
-        cfg, r = self.cfg, self.cfg.registers()
+        cfg, r = self.cfg, self.regs
         s, n = self.state, self.next_state
         cnp = named_wire(m, "cnp", self.ev_valid & (self.ev.kind == RpEventKind.CNP))
         tx = self.ev_valid & (self.ev.kind == RpEventKind.TX)
@@ -621,7 +628,8 @@ class DcqcnRp(wiring.Component):
     Parameters
     ----------
     config : DcqcnRpConfig
-        The ConnectX knobs and profile settings (elaboration-time constants).
+        Widths and clock (elaboration-time); the ConnectX knobs and the profile settings are
+        run-time registers reset to this configuration's values (one build runs any profile).
 
     Ports
     -----
@@ -633,6 +641,11 @@ class DcqcnRp(wiring.Component):
         timers, byte counter and flags.
     rate : Out(rate_width)
         ``state.rc``, UQ.10 Mb/s (for the rate limiter).
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(6), csr_rdata : Out(32)
+        The register port (:meth:`DcqcnRpConfig.register_map`: the 25 fields of
+        :class:`DcqcnRpRegisters`, the ID header).  Always ready; a write is applied at the
+        edge that takes it and used from the next cycle (timers already running keep
+        counting; the new periods apply from their next restart or reload).
 
     Latency and throughput
     ----------------------
@@ -653,18 +666,25 @@ class DcqcnRp(wiring.Component):
             "state": Out(rp_state_layout(config), init={
                 "rc": r.max_rate, "rt": r.max_rate, "alpha": r.alpha_init, "bc": r.byte_reset}),
             "rate": Out(config.rate_width),
+            **csr_ports(config.register_map()),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
+        # ---- run-time registers (declared once in DcqcnRpConfig.register_map) ---------------
+        bank = CsrBank(cfg.register_map())
+        regs = cfg.registers_from({r.name: bank[r.name] for r in bank.map.registers})
         # ---- state (storage: one flow in registers, the ``state`` port) -----------------------
         state = self.state
         # ---- handshake: always ready ---------------------------------------------------------
         m.d.comb += self.event.ready.eq(1)
         # ---- update: the datapath, then the state register --------------------------------------
-        dp = RpDatapath(cfg, state=state, ev_valid=self.event.valid, ev=self.event.payload)
+        dp = RpDatapath(cfg, state=state, ev_valid=self.event.valid, ev=self.event.payload,
+                        regs=regs)
         dp.build(m)
         m.d.sync += state.eq(dp.next_state)
         m.d.comb += self.rate.eq(state.rc)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
+        self.csr_bank = bank        # (the register storage, for formal harnesses)
         return m

@@ -368,6 +368,15 @@ class QcnEngineConfig(BlockConfig):
                               f"the engine's clk_hz ({self.engine.clk_hz})")
         QcnDatapath(self.rp, self.engine.time_width, latency=self.latency)  # validates
 
+    def register_map(self, name: str = "qcn_engine"):
+        """The engine's register map (:func:`hw.nic.engine_regs.engine_register_map`): the
+        datapath's registers (reset: ``rp``'s values), the engine's counters, the header."""
+        from .engine_regs import engine_register_map
+        desc = {n.lower(): d for n, _, _, d in QcnRpConfig.REGISTERS}
+        return engine_register_map(
+            name, QcnDatapath(self.rp, self.engine.time_width, latency=self.latency), "QCNE",
+            f"QCN reaction point engine, {self.engine.n_flows} flows", desc)
+
     @classmethod
     def for_flows(cls, n_flows: int, **rp) -> QcnEngineConfig:
         """``n_flows`` flows, the engine's defaults, the IEEE 802.1Q MIB values at 156.25 MHz
@@ -377,11 +386,14 @@ class QcnEngineConfig(BlockConfig):
 
 
 def qcn_engine(config: QcnEngineConfig | None = None):
-    """The engine top: :class:`FlowEngine` around a :class:`QcnDatapath`."""
+    """The engine top: :class:`FlowEngine` around a :class:`QcnDatapath`, with the register
+    map's identification header (:class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = QcnEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, QcnDatapath(cfg.rp, cfg.engine.time_width,
-                                              latency=cfg.latency))
+    return EngineRegs(FlowEngine(cfg.engine, QcnDatapath(cfg.rp, cfg.engine.time_width,
+                                                         latency=cfg.latency)),
+                      cfg.register_map())
 
 
 class QcnDatapathTop(wiring.Component):

@@ -12,6 +12,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..layouts import QcnRpEventKind, qcn_rp_event_layout, qcn_rp_state_layout
 from ..lib.arith import umax, umin
+from ..lib.csr import CsrBank
+from ..lib.csr_port import csr_ports
 from .qcn_rp_config import MDF_FRAC, STAGE_MAX, QcnRpConfig
 
 __all__ = ["QcnRp"]
@@ -23,7 +25,8 @@ class QcnRp(wiring.Component):
     Parameters
     ----------
     config : QcnRpConfig
-        Rates, Gd, MinDecFac, F, byte and timer resets, guard, jitter (elaboration-time).
+        Widths, clock and LFSR (elaboration-time); rates, Gd, MinDecFac, F, byte and timer
+        reloads and the guard are run-time registers with this configuration's reset values.
 
     Ports
     -----
@@ -34,6 +37,10 @@ class QcnRp(wiring.Component):
         The whole state register (CR, TR, BC, ByteStage, timer, TimeStage, flags).
     rate : Out(rate_width)
         The current rate CR, UQ.10 Mb/s, for the rate limiter.
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(5), csr_rdata : Out(32)
+        The register port (:meth:`QcnRpConfig.register_map`, the ID header).  Always ready; a
+        write is applied at the edge that takes it and used from the next cycle (counters
+        already running keep their values).
 
     Latency and throughput
     ----------------------
@@ -53,12 +60,15 @@ class QcnRp(wiring.Component):
                          init={"cr": config.registers().line_rate,
                                "tr": config.registers().line_rate}),
             "rate": Out(config.rate_width),
+            **csr_ports(config.register_map()),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        reg = cfg.registers()
+        # run-time registers (declared once in QcnRpConfig.register_map)
+        bank = CsrBank(cfg.register_map())
+        reg = cfg.registers_from({r.name: bank[r.name] for r in bank.map.registers})
         D = cfg.draw_bits
         RW = cfg.rate_width
         F = reg.threshold
@@ -88,7 +98,7 @@ class QcnRp(wiring.Component):
         t_stage = Mux(timer_cycle & (st.t_stage != STAGE_MAX), st.t_stage + 1, st.t_stage)[:8]
 
         # ---- increase ---------------------------------------------------------------------------
-        guard = st.fresh & (st.tr > st.cr * 10) if reg.tr_guard else 0
+        guard = st.fresh & reg.tr_guard & (st.tr > st.cr * 10)
         tr0 = Mux(guard, st.tr >> 3, st.tr)
         both_hi = (b_stage > F) & (t_stage > F)
         any_hi = (b_stage > F) | (t_stage > F)
@@ -124,4 +134,6 @@ class QcnRp(wiring.Component):
             m.d.sync += st.t_cnt.eq(st.t_cnt - 1)     # t_cnt > 1 here (else a timer cycle)
             with m.If(is_tx):
                 m.d.sync += st.bc.eq(st.bc - ev.bytes)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
+        self.csr_bank = bank        # (the register storage, for formal harnesses)
         return m

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lfsr import LfsrParams
+from ..lib.csr import Register, RegisterMap
 from ..params import BlockConfig, ConfigError, bits_for, check_bool, check_int, check_real
 
 __all__ = ["QcnRpConfig", "QcnRpRegisters", "RATE_FRAC", "MDF_FRAC", "STAGE_MAX"]
@@ -110,6 +111,61 @@ class QcnRpConfig(BlockConfig):
     @property
     def timer_width(self) -> int:
         return bits_for(self.registers().time_lo[0] + self.registers().time_span[0])
+
+    # -- run-time registers --------------------------------------------------------------------
+    #: (register, field of QcnRpRegisters, index in a (full, half) pair or None, description)
+    REGISTERS = (
+        ("LINE_RATE", "line_rate", None, "line rate: CR and TR never exceed it, UQ.10 Mb/s"),
+        ("MIN_RATE", "min_rate", None, "rpgMinRate: no cut goes below it, UQ.10 Mb/s"),
+        ("AI_RATE", "ai_rate", None, "rpgAiRate, UQ.10 Mb/s"),
+        ("HAI_RATE", "hai_rate", None, "rpgHaiRate, UQ.10 Mb/s"),
+        ("GD_SHIFT", "gd_shift", None, "rpgGd = 2**-GD_SHIFT"),
+        ("MIN_DEC_FAC", "min_dec_fac", None, "rpgMinDecFac, UQ0.8 (256 = 1.0)"),
+        ("THRESHOLD", "threshold", None, "rpgThreshold F, byte / timer cycles of fast recovery"),
+        ("BYTE_LO", "byte_lo", 0, "byte counter reload, lowest value, bytes"),
+        ("BYTE_LO_HALF", "byte_lo", 1, "byte counter reload once ByteStage >= F, lowest"),
+        ("BYTE_SPAN", "byte_span", 0, "byte counter reload jitter span (reload = lo + "
+         "(span x draw) >> draw_bits)"),
+        ("BYTE_SPAN_HALF", "byte_span", 1, "byte counter reload jitter span once ByteStage >= F"),
+        ("TIME_LO", "time_lo", 0, "timer reload, lowest value, cycles"),
+        ("TIME_LO_HALF", "time_lo", 1, "timer reload once TimeStage >= F, lowest, cycles"),
+        ("TIME_SPAN", "time_span", 0, "timer reload jitter span, cycles"),
+        ("TIME_SPAN_HALF", "time_span", 1, "timer reload jitter span once TimeStage >= F"),
+        ("TR_GUARD", "tr_guard", None, "1: on the first increase after a cut, TR > 10 CR "
+         "gives TR = TR / 8"),
+    )
+
+    def register_map(self, name: str = "qcn_rp") -> RegisterMap:
+        """The run-time registers, every knob of :meth:`registers` (reset: this
+        configuration's values).  Software writes values of a valid configuration (e.g.
+        ``QcnRpConfig(...).registers()``): the widths (rate, byte counter, timer) are the
+        build's, and a timer reload must fit ``timer_width`` bits."""
+        reg = self.registers()
+        widths = {"line_rate": self.rate_width, "min_rate": self.rate_width,
+                  "ai_rate": self.rate_width, "hai_rate": self.rate_width, "gd_shift": 4,
+                  "min_dec_fac": MDF_FRAC + 1, "threshold": 8, "byte_lo": self.byte_width,
+                  "byte_span": self.byte_width, "time_lo": self.timer_width,
+                  "time_span": self.timer_width, "tr_guard": 1}
+        regs = []
+        for name_, attr, index, desc in self.REGISTERS:
+            value = getattr(reg, attr)
+            regs.append(Register.single(name_, widths[attr],
+                                        value if index is None else value[index], desc=desc))
+        return RegisterMap(name, tuple(regs), "QCRP", version=(1, 0),
+                           desc="QCN reaction point (IEEE 802.1Qau rate limiter), one flow")
+
+    @classmethod
+    def registers_from(cls, values) -> QcnRpRegisters:
+        """:class:`QcnRpRegisters` from register values by name (``values[name]``: an int
+        or an Amaranth value)."""
+        kw = {}
+        for name, attr, index, _ in cls.REGISTERS:
+            if index is None:
+                kw[attr] = values[name]
+            else:
+                kw.setdefault(attr, [None, None])[index] = values[name]
+        return QcnRpRegisters(**{k: tuple(v) if isinstance(v, list) else v
+                                 for k, v in kw.items()})
 
     # -- the single user-unit -> hardware conversion -------------------------------------------
     def registers(self) -> QcnRpRegisters:

@@ -8,6 +8,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import rl_rate_layout, rl_send_layout
+from ..lib.csr import CsrBank
+from ..lib.csr_port import csr_ports
 from .rate_limiter_config import CONV_FRAC, CREDIT_FRAC, RateLimiterConfig
 
 __all__ = ["RateLimiter"]
@@ -25,6 +27,11 @@ class RateLimiter(wiring.Component):
         The scheduler sent a packet of ``bytes`` bytes for ``flow``.  Always ready.
     eligible : Out(flows)
         Bit f: flow f may send now (its credit is >= 0).
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(5), csr_rdata : Out(32)
+        The register port (:meth:`RateLimiterConfig.register_map`: MIN_RATE, MAX_RATE, BURST,
+        the ID header).  Always ready; a write is applied at the edge that takes it (the
+        clamp applies to the rate writes from the next cycle on; rates already latched are
+        kept; a lower BURST caps the credits from the next cycle on).
 
     Latency and throughput
     ----------------------
@@ -41,14 +48,18 @@ class RateLimiter(wiring.Component):
             "rate": In(stream.Signature(rl_rate_layout(config))),
             "send": In(stream.Signature(rl_send_layout(config))),
             "eligible": Out(config.flows),
+            **csr_ports(config.register_map()),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         CW = cfg.credit_width
-        cap = cfg.burst_bytes << CREDIT_FRAC
         floor = -(1 << (CW - 1))
+        # ---- run-time registers (declared once in RateLimiterConfig.register_map) -----------
+        bank = CsrBank(cfg.register_map())
+        min_rate, max_rate = bank["MIN_RATE"], bank["MAX_RATE"]
+        cap = bank["BURST"] << CREDIT_FRAC       # (an expression: no unused wire)
 
         # ---- state ------------------------------------------------------------------------------
         rate = [Signal(cfg.rate_width, name=f"rate{i}", init=cfg.max_rate)
@@ -72,8 +83,7 @@ class RateLimiter(wiring.Component):
             m.d.comb += new_inc.eq((sel_rate * cfg.conv) >> CONV_FRAC)
 
         new_rate = self.rate.payload.rate
-        clamped = Mux(new_rate < cfg.min_rate, cfg.min_rate,
-                      Mux(new_rate > cfg.max_rate, cfg.max_rate, new_rate))
+        clamped = Mux(new_rate < min_rate, min_rate, Mux(new_rate > max_rate, max_rate, new_rate))
 
         for i in range(cfg.flows):
             m.d.comb += self.eligible[i].eq(credit[i] >= 0)
@@ -92,4 +102,5 @@ class RateLimiter(wiring.Component):
                 m.d.sync += inc[i].eq(new_inc)
             with m.If(rate_ok & (self.rate.payload.flow == i)):
                 m.d.sync += rate[i].eq(clamped)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
         return m

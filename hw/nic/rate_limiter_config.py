@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..lib.csr import Register, RegisterMap
 from ..params import BlockConfig, bits_for, check_int
 
 __all__ = ["RateLimiterConfig", "CREDIT_FRAC", "RATE_FRAC"]
@@ -61,6 +62,24 @@ class RateLimiterConfig(BlockConfig):
             from ..params import ConfigError
             raise ConfigError(self, "min_rate_mbps", self.min_rate_mbps,
                               f"a rate that earns at least 2**-{CREDIT_FRAC} bytes per cycle")
+
+    def register_map(self, name: str = "rate_limiter") -> RegisterMap:
+        """The run-time registers (reset: this configuration's values).  The clock (the
+        Mb/s -> bytes per cycle constant), the number of flows and the widths are structural."""
+        rw = self.rate_width
+        regs = (
+            Register.single("MIN_RATE", rw, self.min_rate,
+                            desc="lowest rate a rate write is clamped to, UQ.10 Mb/s (keep it "
+                                 f"at or above 2**{RATE_FRAC} x 8 clk_hz / 2**{CREDIT_FRAC} "
+                                 "/ 1e6 Mb/s so that a flow earns credit)"),
+            Register.single("MAX_RATE", rw, self.max_rate,
+                            desc="highest rate a rate write is clamped to (the line rate), "
+                                 "UQ.10 Mb/s"),
+            Register.single("BURST", self.len_width, self.burst_bytes,
+                            desc="credit a flow may save, bytes (0: exact per-packet pacing)"),
+        )
+        return RegisterMap(name, regs, "RLIM", version=(1, 0),
+                           desc=f"per-flow rate limiter, {self.flows} flows")
 
     # -- units ------------------------------------------------------------------------------
     @property

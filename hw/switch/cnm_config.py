@@ -1,13 +1,15 @@
 """Configuration of the QCN CNM frame generator (IEEE 802.1Qau CNM as a byte stream).
 
-``docs/qcn.md`` ("CNM frame generator") gives the frame layout.  All values are elaboration-time
-constants (the CP's MAC address, the CNM priority, the beat width).
+``docs/qcn.md`` ("CNM frame generator") gives the frame layout.  The CP's MAC address and the
+CNM priority are run-time registers (reset: the configuration's values, :meth:`register_map`);
+the beat width, the MSDU bytes carried and the CPID source are structural.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..lib.csr import Register, RegisterMap
 from ..params import BlockConfig, check_bool, check_choice, check_int
 
 __all__ = ["CnmGenConfig", "CNM_ETHERTYPE", "CNTAG_ETHERTYPE", "VLAN_TPID", "CNM_HEADER_BYTES",
@@ -44,6 +46,20 @@ class CnmGenConfig(BlockConfig):
         check_int(self, "msdu_bytes", self.msdu_bytes, 0, 64)
         check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
         check_bool(self, "cpid_from_request", self.cpid_from_request)
+
+    def register_map(self, name: str = "cnm_gen") -> RegisterMap:
+        """The run-time registers (reset: this configuration's values)."""
+        regs = (
+            Register.single("CP_MAC_LO", 32, self.cp_mac & 0xFFFF_FFFF,
+                            desc="the CP's MAC address, bits 31..0 (frame SA; CPID bytes 0-5 "
+                                 "unless cpid_from_request)"),
+            Register.single("CP_MAC_HI", 16, self.cp_mac >> 32,
+                            desc="the CP's MAC address, bits 47..32"),
+            Register.single("CNM_PCP", 3, self.cnm_pcp,
+                            desc="802.1p priority of the CNM's VLAN tag"),
+        )
+        return RegisterMap(name, regs, "CNMG", version=(1, 0),
+                           desc="QCN CNM frame generator (IEEE 802.1Qau)")
 
     @property
     def max_frame(self) -> int:

@@ -10,6 +10,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import CN_TAG, CNM_PDU, ETH_HEADER, VLAN_TAG, byte_beat_layout, cnm_request_layout
+from ..lib.csr import CsrBank
+from ..lib.csr_port import csr_ports
 from ..lib.frame import be_bytes, pack_fields, shift_out
 from .cnm_config import (
     CNM_ETHERTYPE,
@@ -29,7 +31,8 @@ class CnmGenerator(wiring.Component):
     Parameters
     ----------
     config : CnmGenConfig
-        The CP's MAC, the CNM priority, the MSDU bytes carried and the beat width.
+        The MSDU bytes carried and the beat width; the reset values of the CP's MAC and the
+        CNM priority (run-time registers).
 
     Ports
     -----
@@ -41,13 +44,18 @@ class CnmGenerator(wiring.Component):
         The frame without FCS (46 header bytes + min(msdu_len, msdu_bytes) MSDU bytes, zero
         padded to 60 bytes), wire byte i of a beat in ``data[8i:8i+8]``, ``keep`` for the valid
         bytes, ``last`` on the final beat.
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(5), csr_rdata : Out(32)
+        The register port (:meth:`CnmGenConfig.register_map`: CP MAC, CNM priority, the ID
+        header).
 
     Latency and throughput
     ----------------------
     The first beat is valid on the edge after the request is accepted; then one beat per
     clock (ceil(length / data_bytes) beats).  The next request is accepted on the edge that
     transfers the last beat, so frames follow back to back.  The frame is assembled in one
-    register at acceptance and shifted out (no per-beat multiplexer).
+    register at acceptance and shifted out (no per-beat multiplexer).  A register write is
+    applied at the edge that takes it (always ready); a request accepted at that edge still
+    uses the old values.
     """
 
     def __init__(self, config: CnmGenConfig):
@@ -57,6 +65,7 @@ class CnmGenerator(wiring.Component):
         super().__init__({
             "request": In(stream.Signature(cnm_request_layout(config))),
             "frame": Out(stream.Signature(byte_beat_layout(config.data_bytes))),
+            **csr_ports(config.register_map()),
         })
 
     def elaborate(self, platform):
@@ -64,17 +73,20 @@ class CnmGenerator(wiring.Component):
         cfg = self.config
         DB, MB, MAX = cfg.data_bytes, cfg.msdu_bytes, cfg.max_frame
         r = self.request.payload
+        # ---- run-time registers (declared once in CnmGenConfig.register_map) ----------------
+        bank = CsrBank(cfg.register_map())
+        cp_mac = Cat(bank["CP_MAC_LO"], bank["CP_MAC_HI"])
 
         # ---- the frame bytes of the request (combinational) -------------------------------------
-        eth = pack_fields(ETH_HEADER, {"dst": r.dst_mac, "src": cfg.cp_mac,
+        eth = pack_fields(ETH_HEADER, {"dst": r.dst_mac, "src": cp_mac,
                                        "ethertype": VLAN_TPID})
-        vlan = pack_fields(VLAN_TAG, {"pcp": cfg.cnm_pcp, "dei": 0, "vid": r.vid,
+        vlan = pack_fields(VLAN_TAG, {"pcp": bank["CNM_PCP"], "dei": 0, "vid": r.vid,
                                       "ethertype": CNTAG_ETHERTYPE})
         cntag = pack_fields(CN_TAG, {"rpid": r.rpid, "ethertype": CNM_ETHERTYPE})
         pdu = pack_fields(CNM_PDU, {
             "version": 0, "resv": 0, "qntz_fb": r.qntz_fb,
             "cpid": Cat(r.cpid_low, r.cpid_high if cfg.cpid_from_request
-                        else Const(cfg.cp_mac, 48)), "q_off": r.q_off,
+                        else cp_mac), "q_off": r.q_off,
             "q_delta": r.q_delta, "enc_prio": r.enc_prio, "enc_resv": 0, "enc_dst": r.enc_dst,
             "msdu_len": r.msdu_len})
         header = (be_bytes(eth, 14) + be_bytes(vlan, 4) + be_bytes(cntag, 4)
@@ -92,4 +104,5 @@ class CnmGenerator(wiring.Component):
         idle = shift_out(m, out, DB, MAX, self.request.valid & self.request.ready, Cat(*body),
                          length)
         m.d.comb += self.request.ready.eq(idle | (out.valid & out.ready & out.payload.last))
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
         return m

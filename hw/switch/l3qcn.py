@@ -28,11 +28,14 @@ from ..layouts import (
 )
 from ..lib.arith import saturating_inc
 from ..lib.checksum import be_words, ones_sum
+from ..lib.csr import CsrBank, RegisterMap
+from ..lib.csr_port import csr_ports
 from ..lib.frame import be_bytes, from_be, pack_fields, shift_out
 from ..nic.cnp_gen import CnpGenerator
 from .cnm_gen import CnmGenerator
 from .hash_table import HashTable
 from .l3qcn_config import (
+    L3QCN_CP_WINDOW,
     PRIVATE_CNM_PDU_BYTES,
     PRIVATE_CNM_VERSION,
     L3qcnCpConfig,
@@ -175,6 +178,12 @@ class L3qcnCp(wiring.Component):
     notifications, no_qp, not_roce : Out(counter_width)
         Saturating counters: packets emitted; mode ``roce``: samples whose (destination IP,
         QP) missed the table (no CNP) and samples of frames not parsed as RoCEv2 (no CNP).
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(7), csr_rdata : Out(32)
+        The register port (:meth:`L3qcnCpConfig.register_map`): words below 0x20 are the QCN
+        CP's registers (forwarded: its rule, a write waits for no sample in flight); mode
+        ``roce``: the CNP-QP table's command registers (a write to ``TBL_CMD`` issues the
+        command after the CP's lookups and the ``table_cmd`` port's; the table registers take
+        no write while it is in flight); the counters; the ID header.
 
     Latency and throughput
     ----------------------
@@ -202,12 +211,41 @@ class L3qcnCp(wiring.Component):
                 "table_result": Out(stream.Signature(ht_result_layout(tcfg))),
                 "no_qp": Out(cw), "not_roce": Out(cw),
             })
+        ports.update(csr_ports(config.register_map()))
         super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         m.submodules.cp = cp = QcnCp(cfg.cp)
+
+        # ---- registers: the QCN CP's (forwarded) below L3QCN_CP_WINDOW, then the CP's own ------
+        regmap = cfg.register_map()
+        cp_aw = cfg.cp.register_map().addr_width
+        # the bank of the CP's own registers (the QCN CP's are stored in it): the same map
+        # without them, with the same header and size
+        own = RegisterMap(regmap.name, tuple(r for r in regmap.registers
+                                             if r.addr >= L3QCN_CP_WINDOW),
+                          regmap.block_type, regmap.version, regmap.desc)
+        assert own.header_values() == regmap.header_values()
+        assert own.addr_width == regmap.addr_width
+        bank = CsrBank(own)
+        own_w = stream.Signature(self.csr_w.payload.shape()).create()
+        own_rdata = Signal(32)
+        fwd = self.csr_w.payload.addr < L3QCN_CP_WINDOW
+        fwd_q = Signal()
+        m.d.comb += [
+            cp.csr_w.valid.eq(self.csr_w.valid & fwd),
+            cp.csr_w.payload.addr.eq(self.csr_w.payload.addr[:cp_aw]),
+            cp.csr_w.payload.data.eq(self.csr_w.payload.data),
+            own_w.valid.eq(self.csr_w.valid & ~fwd),
+            own_w.payload.eq(self.csr_w.payload),
+            self.csr_w.ready.eq(Mux(fwd, cp.csr_w.ready, own_w.ready)),
+            cp.csr_raddr.eq(self.csr_raddr[:cp_aw]),
+            self.csr_rdata.eq(Mux(fwd_q, cp.csr_rdata, own_rdata)),
+        ]
+        m.d.sync += fwd_q.eq(self.csr_raddr < L3QCN_CP_WINDOW)
+        bank.source("NOTIFICATIONS", self.notifications)
 
         # the QCN CP holds at most one frame between accepting it and handing its decision on,
         # so one register keeps the headers of the frame the decision is about
@@ -235,6 +273,7 @@ class L3qcnCp(wiring.Component):
                 r.msdu_len.eq(hdr.ip_len), r.sample.eq(hdr.sample),
             ]
             _count(m, self.notifications, gen.request.valid & gen.request.ready)
+            bank.build(m, own_w, self.csr_raddr, own_rdata)
             return m
 
         # ---- mode roce: CNP-QP table, then the CNP generator -------------------------------------
@@ -246,19 +285,31 @@ class L3qcnCp(wiring.Component):
         lookup = congested & hdr.roce
         tag = data.View(CNP_LOOKUP_TAG, table.cmd.payload.tag)
         key = data.View(CNP_QP_KEY, table.cmd.payload.key)
+        # a register-issued command: queued by the TBL_CMD write, issued after the CP's lookups
+        # and the port's commands, its result kept in TBL_STATUS / TBL_RESULT (tag: sport 1,
+        # datapath 0; the port's commands carry tag 0)
+        queued, inflight = Signal(), Signal()
+        tbl_status, tbl_result = Signal(3), Signal(24)
+        reg_go = queued & ~lookup & ~self.table_cmd.valid
         with m.If(lookup):
             m.d.comb += [table.cmd.payload.op.eq(HtOp.LOOKUP), key.dst_ip.eq(hdr.dst_ip),
                          key.dqpn.eq(hdr.dqpn), tag.datapath.eq(1), tag.src_ip.eq(hdr.src_ip),
                          tag.sport.eq(hdr.sport)]
-        with m.Else():
+        with m.Elif(self.table_cmd.valid):
             m.d.comb += [table.cmd.payload.op.eq(self.table_cmd.payload.op),
                          table.cmd.payload.key.eq(self.table_cmd.payload.key),
                          table.cmd.payload.value.eq(self.table_cmd.payload.value)]
+        with m.Else():
+            m.d.comb += [table.cmd.payload.op.eq(bank.field("TBL_CMD", "op")),
+                         key.dst_ip.eq(bank["TBL_KEY_IP"]), key.dqpn.eq(bank["TBL_KEY_QP"]),
+                         table.cmd.payload.value.eq(bank["TBL_VALUE"]), tag.sport.eq(1)]
         m.d.comb += [
-            table.cmd.valid.eq(lookup | self.table_cmd.valid),
+            table.cmd.valid.eq(lookup | self.table_cmd.valid | reg_go),
             self.table_cmd.ready.eq(table.cmd.ready & ~lookup),
             dec.ready.eq(~dec.payload.cnm | ~hdr.roce | table.cmd.ready),
         ]
+        with m.If(reg_go & table.cmd.ready):
+            m.d.sync += [queued.eq(0), inflight.eq(1)]
         _count(m, self.not_roce, congested & ~hdr.roce)
 
         res = table.result
@@ -268,6 +319,11 @@ class L3qcnCp(wiring.Component):
         with m.If(rtag.datapath):
             m.d.comb += [cnp.request.valid.eq(res.valid & hit),
                          res.ready.eq(~hit | cnp.request.ready)]
+        with m.Elif(rtag.sport[0]):            # a register-issued command's result
+            m.d.comb += res.ready.eq(1)
+            with m.If(res.valid):
+                m.d.sync += [inflight.eq(0), tbl_status.eq(res.payload.status),
+                             tbl_result.eq(res.payload.value)]
         with m.Else():
             m.d.comb += [self.table_result.valid.eq(res.valid),
                          res.ready.eq(self.table_result.ready)]
@@ -281,6 +337,16 @@ class L3qcnCp(wiring.Component):
         ]
         _count(m, self.no_qp, res.valid & res.ready & rtag.datapath & ~hit)
         _count(m, self.notifications, cnp.request.valid & cnp.request.ready)
+        busy = queued | inflight
+        bank.source("TBL_STATUS", busy, "busy")
+        bank.source("TBL_STATUS", tbl_status, "status")
+        bank.source("TBL_RESULT", tbl_result)
+        bank.source("NO_QP", self.no_qp)
+        bank.source("NOT_ROCE", self.not_roce)
+        # (a command, and the registers it uses, wait for the one in flight: the idle rule)
+        bank.build(m, own_w, self.csr_raddr, own_rdata, idle=~busy)
+        with m.If(bank.wstb["TBL_CMD"]):
+            m.d.sync += queued.eq(1)
         return m
 
 
@@ -310,6 +376,11 @@ class L3qcnTor(wiring.Component):
         Saturating counters: CNMs emitted; packets ignored; packets dropped as malformed;
         private CNMs whose 5-tuple is not in the table (no CNM); learns rejected (full bucket).
     occupancy : Out(range(capacity + 1))
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(6), csr_rdata : Out(32)
+        The register port (:meth:`L3qcnTorConfig.register_map`): the flow-ID table's command
+        registers (a write to ``TBL_CMD`` issues the command after the private CNMs' lookups
+        and the learns; the table registers take no write while it is in flight), the
+        counters, the ID header.
 
     Latency and throughput
     ----------------------
@@ -331,6 +402,7 @@ class L3qcnTor(wiring.Component):
             "cnms": Out(cw), "other": Out(cw), "malformed": Out(cw), "misses": Out(cw),
             "full": Out(cw),
             "occupancy": Out(range(config.table_config().capacity + 1)),
+            **csr_ports(config.register_map()),
         })
 
     def elaborate(self, platform):
@@ -348,8 +420,8 @@ class L3qcnTor(wiring.Component):
         buf = Signal(8 * DB * nbeats)
         beat_idx = Signal(range(nbeats + 1))
         length = Signal(16)
-        busy = Signal()
-        m.d.comb += self.packet.ready.eq(~busy)
+        rx_busy = Signal()
+        m.d.comb += self.packet.ready.eq(~rx_busy)
         beat = self.packet.payload
         nvalid = sum(beat.keep[i] for i in range(DB))     # keep is contiguous low bits
         with m.If(self.packet.valid & self.packet.ready):
@@ -359,7 +431,7 @@ class L3qcnTor(wiring.Component):
             m.d.sync += [beat_idx.eq(Mux(beat_idx == nbeats, nbeats, beat_idx + 1)),
                          length.eq(Mux(length > 0xFFFF - DB, 0xFFFF, length + nvalid))]
             with m.If(beat.last):
-                m.d.sync += busy.eq(1)
+                m.d.sync += rx_busy.eq(1)
 
         byte = [buf[8 * i:8 * i + 8] for i in range(CAP)]
         ip = from_be(IPV4_HEADER, byte[:20])
@@ -387,15 +459,36 @@ class L3qcnTor(wiring.Component):
         issue = Signal()                 # the private CNM's lookup wants the table
         release = Signal()               # the packet is dealt with: take the next one
         learn = self.learn.payload
+        # ---- registers: a register-issued command is queued by the TBL_CMD write and goes
+        # after the private CNMs' lookups and the learns; its result (tag bit 1) is kept ------
+        bank = CsrBank(cfg.register_map())
+        queued, inflight = Signal(), Signal()
+        tbl_status, tbl_result = Signal(3), Signal(FLOW_ID_VALUE)
+        reg_go = queued & ~issue & ~self.learn.valid
+        reg_key = data.View(FIVE_TUPLE, table.cmd.payload.key)
+        reg_value = data.View(FLOW_ID_VALUE, table.cmd.payload.value)
         with m.If(issue):
             m.d.comb += [table.cmd.payload.op.eq(HtOp.LOOKUP), table.cmd.payload.key.eq(flow),
                          table.cmd.payload.tag.eq(1)]
-        with m.Else():
+        with m.Elif(self.learn.valid):
             m.d.comb += [table.cmd.payload.op.eq(HtOp.LEARN),
                          table.cmd.payload.key.eq(learn.flow),
                          table.cmd.payload.value.eq(learn.info)]
-        m.d.comb += [table.cmd.valid.eq(issue | self.learn.valid),
+        with m.Else():
+            m.d.comb += [table.cmd.payload.op.eq(bank.field("TBL_CMD", "op")),
+                         reg_key.src_ip.eq(bank["TBL_SRC_IP"]),
+                         reg_key.dst_ip.eq(bank["TBL_DST_IP"]),
+                         reg_key.sport.eq(bank.field("TBL_PORTS", "sport")),
+                         reg_key.dport.eq(bank.field("TBL_PORTS", "dport")),
+                         reg_key.protocol.eq(bank["TBL_PROTOCOL"]),
+                         reg_value.src_mac.eq(Cat(bank["TBL_MAC_LO"], bank["TBL_MAC_HI"])),
+                         reg_value.rpid.eq(bank.field("TBL_FLOW", "rpid")),
+                         reg_value.vid.eq(bank.field("TBL_FLOW", "vid")),
+                         table.cmd.payload.tag.eq(0b10)]
+        m.d.comb += [table.cmd.valid.eq(issue | self.learn.valid | reg_go),
                      self.learn.ready.eq(table.cmd.ready & ~issue)]
+        with m.If(reg_go & table.cmd.ready):
+            m.d.sync += [queued.eq(0), inflight.eq(1)]
 
         # ---- the lookup's result: the CNM request ------------------------------------------------
         res = table.result
@@ -414,6 +507,18 @@ class L3qcnTor(wiring.Component):
         ]
         _count(m, self.cnms, gen.request.valid & gen.request.ready)
         lookup_done = res.valid & res.ready & is_cnm_lookup
+        with m.If(res.valid & res.payload.tag[1]):      # (always taken: not a CNM lookup)
+            m.d.sync += [inflight.eq(0), tbl_status.eq(res.payload.status),
+                         tbl_result.eq(res.payload.value)]
+        busy = queued | inflight
+        bank.source("TBL_STATUS", busy, "busy")
+        bank.source("TBL_STATUS", tbl_status, "status")
+        bank.source("RES_MAC_LO", tbl_result.src_mac[:32])
+        bank.source("RES_MAC_HI", tbl_result.src_mac[32:])
+        bank.source("RES_FLOW", tbl_result.rpid, "rpid")
+        bank.source("RES_FLOW", tbl_result.vid, "vid")
+        for name in ("cnms", "other", "malformed", "misses", "full", "occupancy"):
+            bank.source(name.upper(), getattr(self, name))
 
         state = Signal(TorState)
         # an if/elif chain rather than a Switch: Yosys drops empty default cases, which
@@ -441,5 +546,9 @@ class L3qcnTor(wiring.Component):
                 m.d.comb += release.eq(1)
                 m.d.sync += state.eq(TorState.RECEIVE)
         with m.If(release):
-            m.d.sync += [busy.eq(0), beat_idx.eq(0), length.eq(0)]
+            m.d.sync += [rx_busy.eq(0), beat_idx.eq(0), length.eq(0)]
+        # (a command, and the registers it uses, wait for the one in flight: the idle rule)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~busy)
+        with m.If(bank.wstb["TBL_CMD"]):
+            m.d.sync += queued.eq(1)
         return m

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..lib.csr import Field, Register, RegisterMap
 from ..nic.cnp_config import CnpGenConfig
 from ..params import BlockConfig, ConfigError, check_choice, check_int
 from .cnm_config import CnmGenConfig
@@ -29,6 +30,8 @@ PRIVATE_CNM_VERSION = 1
 PRIVATE_CNM_PDU_BYTES = 32
 #: tag carried by the CP's CNP-QP table lookups: mgmt flag 1 + flow source IP 32 + UDP sport 16
 CNP_TAG_WIDTH = 49
+#: the L3QCN CP's register words below this address are its QCN CP's
+L3QCN_CP_WINDOW = 0x20
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,44 @@ class L3qcnCpConfig(BlockConfig):
         return HashTableConfig.cnp_qp(self.buckets, self.ways, CNP_TAG_WIDTH).replace(
             hash_seed=self.hash_seed, counter_width=self.counter_width)
 
+    def register_map(self, name: str = "l3qcn_cp") -> RegisterMap:
+        """The CP's register map: the QCN CP's registers at their own addresses (words 0 ...
+        0x1F, forwarded to it), then (mode ``roce``) the CNP-QP table's command registers and
+        the counters, then the identification header.  A write to ``TBL_CMD`` issues the command
+        with ``TBL_KEY_*`` / ``TBL_VALUE``; until its result is in ``TBL_STATUS`` /
+        ``TBL_RESULT`` (``busy`` = 0) the table registers take no write."""
+        regs = list(self.cp.register_map().registers)
+        assert max(r.addr for r in regs) < L3QCN_CP_WINDOW
+        base = L3QCN_CP_WINDOW
+        if self.mode == "roce":
+            regs += [
+                Register.single("TBL_KEY_IP", 32, desc="table key: the flow's destination IP "
+                                "(the CNP's source)", addr=base),
+                Register.single("TBL_KEY_QP", 24, desc="table key: the flow's destination QP"),
+                Register.single("TBL_VALUE", 24, desc="the value an ADD / LEARN writes: the "
+                                "sender's (source) QP"),
+                Register("TBL_CMD", (Field("op", 2, desc="LOOKUP 0, ADD 1, REMOVE 2, LEARN 3; "
+                                           "a write issues the command"),),
+                         "CNP-QP table command"),
+                Register("TBL_STATUS", (
+                    Field("busy", 1, "ro", desc="1 while a command is in flight"),
+                    Field("status", 3, "ro", desc="the last command's status: OK 0, NOT_FOUND "
+                          "1, FULL 2, DUPLICATE 3, REFRESHED 4")),
+                    "the last register-issued table command"),
+                Register("TBL_RESULT", (Field("value", 24, "ro", desc="the key's value before "
+                                              "the last command (0 if absent)"),),
+                         "the last register-issued table command's value"),
+            ]
+        counters = ["notifications"] + (["no_qp", "not_roce"] if self.mode == "roce" else [])
+        text = {"notifications": "packets emitted", "no_qp": "samples whose (IP, QP) missed "
+                "the table", "not_roce": "samples of frames not parsed as RoCEv2"}
+        for i, c in enumerate(counters):
+            regs.append(Register(c.upper(), (Field(c, 32, "ro", desc=text[c] + " (saturating; "
+                                                   "the low 32 bits)"),), text[c],
+                                 base + 8 + i))
+        return RegisterMap(name, tuple(regs), "L3CP", version=(1, 0),
+                           desc=f"L3QCN congestion point, mode {self.mode}")
+
 
 @dataclass(frozen=True)
 class L3qcnTorConfig(BlockConfig):
@@ -146,8 +187,52 @@ class L3qcnTorConfig(BlockConfig):
 
 
     def table_config(self) -> HashTableConfig:
-        return HashTableConfig.flow_id(self.buckets, self.ways, 1).replace(
+        # tag bit 0: a private CNM's lookup; bit 1: a register-issued command
+        return HashTableConfig.flow_id(self.buckets, self.ways, 2).replace(
             hash_seed=self.hash_seed, counter_width=self.counter_width)
+
+    def register_map(self, name: str = "l3qcn_tor") -> RegisterMap:
+        """The ToR's register map: the flow-ID table's command registers (key: the 5-tuple;
+        value: source MAC, CN-TAG flow ID, VLAN ID), the result of the last register-issued
+        command, the counters and the identification header.  A write to ``TBL_CMD`` issues
+        the command; until its result is in (``busy`` = 0) the table registers take no write."""
+        ro = "ro"
+        regs = [
+            Register.single("TBL_SRC_IP", 32, desc="table key: source IP", addr=0),
+            Register.single("TBL_DST_IP", 32, desc="table key: destination IP"),
+            Register("TBL_PORTS", (Field("dport", 16, desc="destination port"),
+                                   Field("sport", 16, desc="source port")),
+                     "table key: the UDP / TCP ports"),
+            Register.single("TBL_PROTOCOL", 8, desc="table key: IP protocol"),
+            Register.single("TBL_MAC_LO", 32, desc="value: the host's MAC, bits 31..0"),
+            Register.single("TBL_MAC_HI", 16, desc="value: the host's MAC, bits 47..32"),
+            Register("TBL_FLOW", (Field("rpid", 16, desc="value: CN-TAG flow ID"),
+                                  Field("vid", 12, desc="value: VLAN ID")),
+                     "value: flow ID and VLAN"),
+            Register("TBL_CMD", (Field("op", 2, desc="LOOKUP 0, ADD 1, REMOVE 2, LEARN 3; a "
+                                       "write issues the command"),),
+                     "flow-ID table command"),
+            Register("TBL_STATUS", (
+                Field("busy", 1, ro, desc="1 while a command is in flight"),
+                Field("status", 3, ro, desc="the last command's status: OK 0, NOT_FOUND 1, "
+                      "FULL 2, DUPLICATE 3, REFRESHED 4")),
+                "the last register-issued table command"),
+            Register.single("RES_MAC_LO", 32, access=ro, desc="the key's value before the "
+                            "last command (0 if absent): MAC bits 31..0"),
+            Register.single("RES_MAC_HI", 16, access=ro, desc="... MAC bits 47..32"),
+            Register("RES_FLOW", (Field("rpid", 16, ro, desc="... flow ID"),
+                                  Field("vid", 12, ro, desc="... VLAN ID")),
+                     "the last command's value: flow ID and VLAN"),
+        ]
+        text = {"cnms": "CNMs emitted", "other": "packets ignored (not a private CNM)",
+                "malformed": "private CNMs dropped as malformed",
+                "misses": "private CNMs whose 5-tuple missed the table",
+                "full": "inserts refused (bucket full)", "occupancy": "entries in the table"}
+        for i, (c, t) in enumerate(text.items()):
+            suffix = "" if c == "occupancy" else " (saturating; the low 32 bits)"
+            regs.append(Register(c.upper(), (Field(c, 32, ro, desc=t + suffix),), t, 0x10 + i))
+        return RegisterMap(name, tuple(regs), "L3TR", version=(1, 0),
+                           desc="L3QCN ingress ToR: private CNM to CNM")
 
     def cnm_config(self) -> CnmGenConfig:
         return CnmGenConfig(cp_mac=self.tor_mac, cnm_pcp=self.cnm_pcp,

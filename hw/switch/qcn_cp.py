@@ -6,13 +6,14 @@ bit-exact golden model the RTL is verified against.
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import qcn_cp_decision_layout, qcn_cp_frame_layout
-from ..params import bits_for
-from .qcn_cp_config import QNTZ_BITS, QNTZ_MAX, QOFF_UNIT_SHIFT, QcnCpConfig
+from ..lib.csr import CsrBank
+from ..lib.csr_port import csr_ports
+from .qcn_cp_config import QNTZ_BITS, QOFF_UNIT_SHIFT, QcnCpConfig
 
 __all__ = ["QcnCp"]
 
@@ -28,7 +29,8 @@ class QcnCp(wiring.Component):
     Parameters
     ----------
     config : QcnCpConfig
-        Set point, weight, sampling table, jitter and LFSR (elaboration-time constants).
+        Widths, draw bits and LFSR (elaboration-time); the reset values of the run-time
+        registers (set point, weight, the quantizer's constants, the jittered sampling table).
 
     Ports
     -----
@@ -38,6 +40,11 @@ class QcnCp(wiring.Component):
     decision : Out(stream(qcn_cp_decision_layout))
         One decision per frame, in order: ``sampled``; ``cnm`` when the sample found
         ``Fb < 0``, with ``qntz_fb`` (1..63) and ``q_off``/``q_delta`` (64-byte units, int16).
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(6), csr_rdata : Out(32)
+        The register port (:meth:`QcnCpConfig.register_map`, the ID header).  A write waits
+        until no sample is in the pipeline (``csr_w.ready``), frames are held while a write
+        waits, and it is applied at the edge that takes it: every sample sees one register
+        set.
 
     Latency and throughput
     ----------------------
@@ -47,7 +54,8 @@ class QcnCp(wiring.Component):
     reciprocal multiply = ``qntzFb`` and the LFSR draw; the jittered reload), decision after 4
     edges; ``frame.ready`` is low meanwhile (4 bubbles per sample; a sample is at most once per
     ``min(lo)`` bytes, so the sustained rate stays above 1 frame/clock x (1 - 4 / frames per
-    interval)).  No division: the quantization is a multiply by a constant reciprocal.
+    interval)) and while a register write waits.  No division: the quantization is a multiply
+    by a reciprocal (registers M and K).
     """
 
     SAMPLE_LATENCY = 4
@@ -59,12 +67,15 @@ class QcnCp(wiring.Component):
         super().__init__({
             "frame": In(stream.Signature(qcn_cp_frame_layout(config))),
             "decision": Out(stream.Signature(qcn_cp_decision_layout(config))),
+            **csr_ports(config.register_map()),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        reg = cfg.registers()
+        # run-time registers (declared once in QcnCpConfig.register_map)
+        bank = CsrBank(cfg.register_map())
+        reg = cfg.registers_from({r.name: bank[r.name] for r in bank.map.registers})
         W, D = cfg.occ_width, cfg.draw_bits
 
         remaining = Signal(W, init=reg.first_interval)
@@ -78,7 +89,7 @@ class QcnCp(wiring.Component):
         s2_off = Signal(signed(W + 1 - QOFF_UNIT_SHIFT))      # 64-byte units (floor)
         s2_delta = Signal(signed(W + 1 - QOFF_UNIT_SHIFT))
         s3_pos = Signal()
-        s3_mag = Signal(bits_for(reg.fb_max))
+        s3_mag = Signal(cfg.fb_max_width)
         s3_off16, s3_delta16 = Signal(16), Signal(16)
         s4_pos = Signal()
         s4_qntz = Signal(QNTZ_BITS)
@@ -90,7 +101,8 @@ class QcnCp(wiring.Component):
         out_free = ~out.valid | out.ready
         with m.If(out.ready):
             m.d.sync += out.valid.eq(0)
-        m.d.comb += self.frame.ready.eq(~(p1 | p2 | p3 | p4) & out_free)
+        busy = p1 | p2 | p3 | p4
+        m.d.comb += self.frame.ready.eq(~busy & out_free & ~self.csr_w.valid)
         accept = self.frame.valid & self.frame.ready
         f = self.frame.payload
 
@@ -125,10 +137,10 @@ class QcnCp(wiring.Component):
             s3_delta16.eq(_sat_i16(s2_delta)),
         ]
 
-        # ---- stage 3: qntzFb = ((63 mag + Fb_max - 1) M) >> K, folded into one constant
-        # multiply and a constant add: (mag (63 M) + (Fb_max - 1) M) >> K; the jitter draw -----
-        qntz = (s3_mag * Const(QNTZ_MAX * reg.qntz_mult)
-                + Const((reg.fb_max - 1) * reg.qntz_mult)) >> reg.qntz_shift
+        # ---- stage 3: qntzFb = ((63 mag + Fb_max - 1) M) >> K (M, K: registers, exact for the
+        # M, K of QcnCpConfig.registers()); the jitter draw -----------------------------------
+        qntz = (((s3_mag << QNTZ_BITS) - s3_mag + reg.fb_max - 1) * reg.qntz_mult) \
+            >> reg.qntz_shift
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
         m.d.sync += [p4.eq(p3), s4_pos.eq(s3_pos), s4_off16.eq(s3_off16),
                      s4_delta16.eq(s3_delta16)]
@@ -156,4 +168,5 @@ class QcnCp(wiring.Component):
                 out.payload.q_off.eq(Mux(s4_pos, s4_off16, 0)),
                 out.payload.q_delta.eq(Mux(s4_pos, s4_delta16, 0)),
             ]
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~busy)
         return m

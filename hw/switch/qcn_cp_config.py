@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lfsr import LfsrParams
+from ..lib.csr import Register, RegisterMap
 from ..params import BlockConfig, ConfigError, bits_for, check_int, check_real
 
 __all__ = ["QcnCpConfig", "QcnCpRegisters", "SAMPLE_TABLE", "QNTZ_BITS", "QNTZ_MAX",
@@ -22,6 +23,8 @@ QNTZ_BITS = 6
 QNTZ_MAX = (1 << QNTZ_BITS) - 1
 #: QOffset / QDelta of the CNM are in units of 2**6 = 64 bytes (floor), saturated to int16.
 QOFF_UNIT_SHIFT = 6
+#: the largest w the W register holds
+W_MAX = 15
 
 
 @dataclass(frozen=True)
@@ -103,8 +106,66 @@ class QcnCpConfig(BlockConfig):
 
     @property
     def sum_width(self) -> int:
-        """Signed width of ``Q_off + w Q_delta`` (never overflows)."""
-        return self.occ_width + 1 + bits_for(self.w + 1) + 1
+        """Signed width of ``Q_off + w Q_delta`` for any ``w`` the W register holds (0..15;
+        never overflows)."""
+        return self.occ_width + 1 + bits_for(W_MAX + 1) + 1
+
+    @property
+    def fb_max_width(self) -> int:
+        """Bits of Fb_max = Q_eq (2 w + 1) for any Q_eq < 2**occ_width and w <= 15."""
+        return bits_for(((1 << self.occ_width) - 1) * (2 * W_MAX + 1))
+
+    @property
+    def mult_width(self) -> int:
+        """Bits of the quantizer's reciprocal M (< 128 Fb_max + 1, see :meth:`registers`)."""
+        return bits_for(128 * ((1 << self.fb_max_width) - 1) + 1)
+
+    # -- run-time registers --------------------------------------------------------------------
+    def register_map(self, name: str = "qcn_cp") -> RegisterMap:
+        """The run-time registers (reset: this configuration's values).  Q_eq and w set the
+        feedback; FB_MAX, QNTZ_MULT and QNTZ_SHIFT are the quantizer's constants, which
+        software derives with them (``QcnCpConfig(q_eq=..., w=...).registers()``: the
+        quantization is a multiply by a reciprocal, no division); the sampling table is eight
+        (lowest interval, jitter span) pairs."""
+        reg, W = self.registers(), self.occ_width
+        mw = self.mult_width
+        regs = [
+            Register.single("Q_EQ", W, reg.q_eq, desc="set point Q_eq, bytes"),
+            Register.single("W", 4, reg.w, desc="weight w of Q_delta in Fb"),
+            Register.single("FB_MAX", self.fb_max_width, reg.fb_max,
+                            desc="|Fb| saturates here: Q_eq (2 w + 1), bytes"),
+            Register.single("QNTZ_MULT_LO", min(mw, 32), reg.qntz_mult & 0xFFFF_FFFF,
+                            desc="quantizer reciprocal M = ceil(2**K / Fb_max), bits 31..0"),
+        ]
+        if mw > 32:     # (a narrow occupancy, occ_width <= 20, needs no upper word)
+            regs.append(Register.single("QNTZ_MULT_HI", mw - 32, reg.qntz_mult >> 32,
+                                        desc="quantizer reciprocal M, upper bits"))
+        regs.append(Register.single("QNTZ_SHIFT", 7, reg.qntz_shift,
+                                    desc="quantizer shift K: qntzFb = ((63 |Fb| + Fb_max - 1)"
+                                         " M) >> K"))
+        for i in range(8):
+            regs.append(Register.single(f"SAMPLE_LO{i}", W, reg.sample_lo[i],
+                                        desc=f"sampling interval {i} (qntzFb >> 3 = {i}), "
+                                             "lowest value, bytes: S (1 - jitter)"))
+        for i in range(8):
+            regs.append(Register.single(f"SAMPLE_SPAN{i}", W, reg.sample_span[i],
+                                        desc=f"sampling interval {i}, jitter span, bytes: "
+                                             "2 jitter S (interval = lo + (span draw) >> "
+                                             "draw_bits)"))
+        return RegisterMap(name, tuple(regs), "QCCP", version=(1, 0),
+                           desc="QCN congestion point (IEEE 802.1Qau), one queue")
+
+    def registers_from(self, values) -> QcnCpRegisters:
+        """:class:`QcnCpRegisters` from register values by name (ints or Amaranth values);
+        ``first_interval`` (a reset value) from the configuration."""
+        return QcnCpRegisters(
+            q_eq=values["Q_EQ"], w=values["W"], fb_max=values["FB_MAX"],
+            qntz_mult=(values["QNTZ_MULT_HI"] << 32 | values["QNTZ_MULT_LO"]
+                       if self.mult_width > 32 else values["QNTZ_MULT_LO"]),
+            qntz_shift=values["QNTZ_SHIFT"],
+            sample_lo=tuple(values[f"SAMPLE_LO{i}"] for i in range(8)),
+            sample_span=tuple(values[f"SAMPLE_SPAN{i}"] for i in range(8)),
+            first_interval=self.sample_table[0])
 
     # -- the single user-unit -> hardware conversion -------------------------------------------
     def registers(self) -> QcnCpRegisters:

@@ -57,15 +57,27 @@ def pack_cnm_request(cfg: CnmGenConfig, r: CnmRequest) -> int:
 class CnmModel:
     def __init__(self, cfg: CnmGenConfig):
         self.cfg = cfg
+        self.cp_mac, self.cnm_pcp = cfg.cp_mac, cfg.cnm_pcp
+        # the register file of CnmGenConfig.register_map (the RTL's csr port)
+        self.csr = cfg.register_map().model()
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write (applied before the next request is accepted)."""
+        if self.csr.write(addr, value) is not None:
+            self.cp_mac = self.csr["CP_MAC_HI"] << 32 | self.csr["CP_MAC_LO"]
+            self.cnm_pcp = self.csr["CNM_PCP"]
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
 
     def frame(self, r: CnmRequest) -> bytes:
         cfg = self.cfg
-        out = header_bytes(ETH_HEADER, {"dst": r.dst_mac, "src": cfg.cp_mac,
+        out = header_bytes(ETH_HEADER, {"dst": r.dst_mac, "src": self.cp_mac,
                                         "ethertype": VLAN_TPID})
-        out += header_bytes(VLAN_TAG, {"pcp": cfg.cnm_pcp, "dei": 0, "vid": r.vid,
+        out += header_bytes(VLAN_TAG, {"pcp": self.cnm_pcp, "dei": 0, "vid": r.vid,
                                        "ethertype": CNTAG_ETHERTYPE})
         out += header_bytes(CN_TAG, {"rpid": r.rpid, "ethertype": CNM_ETHERTYPE})
-        cpid_high = r.cpid_high if cfg.cpid_from_request else cfg.cp_mac
+        cpid_high = r.cpid_high if cfg.cpid_from_request else self.cp_mac
         out += header_bytes(CNM_PDU, {
             "version": 0, "resv": 0, "qntz_fb": r.qntz_fb, "cpid": (cpid_high << 16) | r.cpid_low,
             "q_off": r.q_off & 0xFFFF, "q_delta": r.q_delta & 0xFFFF, "enc_prio": r.enc_prio,

@@ -292,6 +292,17 @@ class DcqcnRpModel:
         self.cycle = 0
         self.cuts = 0
         self.cut_cycles: list[int] = []   #: the cycle of every cut (for tests)
+        # the register file of DcqcnRpConfig.register_map (the RTL's csr port)
+        self.csr = cfg.register_map().model()
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write, applied after this cycle's :meth:`step` (the RTL applies it at
+        the edge that takes it)."""
+        if self.csr.write(addr, value) is not None:
+            self.r = self.cfg.registers_from(self.csr.values)
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
 
     # -- one clock cycle -------------------------------------------------------------------------
     def step(self, ev=None) -> DcqcnRpState:

@@ -35,10 +35,52 @@ class NpModel:
         self.tick = self.n if cfg.rule == "periodic" else 0
         self.cycle = 0
         self.sent: list[tuple[int, int]] = []     # (cycle, flow) of every CNP sent
+        self._csr = None
+
+    @property
+    def csr(self):
+        """The register file of DcqcnNpConfig.register_map (the RTL's csr port), built at its
+        first use (the network simulator keeps one model per flow and never writes it)."""
+        if self._csr is None:
+            self._csr = self.cfg.register_map().model()
+        return self._csr
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write, applied after this cycle's :meth:`step` (as the RTL applies it
+        at the edge that takes it)."""
+        if self.csr.write(addr, value) is not None:
+            self.n = self.csr["MIN_TIME_BETWEEN_CNPS"]
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
 
     def offer(self) -> int | None:
         """The flow offered on ``cnp`` this cycle (before :meth:`step`), or None."""
         return next((i for i, d in enumerate(self.due) if d), None)
+
+    def skip(self, n: int) -> None:
+        """``n`` cycles without an event, the sink ready: the same as ``n`` calls of
+        :meth:`step`, but the stretches in which nothing is offered and no CNP becomes due are
+        taken at once (an event-driven host, such as the network simulator, calls it between
+        its events)."""
+        paper = self.cfg.rule == "paper"
+        while n > 0:
+            if self.offer() is None:
+                if paper:   # until a pending flow's hold goes 1 -> 0 (it becomes due)
+                    k = min([h - 1 for h, p in zip(self.hold, self.pending, strict=True)
+                             if p] + [n])
+                else:       # until the period's counter expires (or wraps)
+                    k = min(n, self.tick - 1)
+                if k > 0:
+                    if paper:
+                        self.hold = [max(h - k, 0) for h in self.hold]
+                    else:
+                        self.tick -= k
+                    self.cycle += k
+                    n -= k
+                    continue
+            self.step()
+            n -= 1
 
     def step(self, ce_flow: int | None = None, ready: bool = True) -> int | None:
         """One cycle: ``ce_flow`` a CE-marked packet's flow (or None); ``ready`` the sink's
@@ -63,8 +105,8 @@ class NpModel:
                 for i in range(self.cfg.flows):
                     if self.marked[i]:
                         self.due[i], self.marked[i] = 1, 0
-            else:
-                self.tick -= 1
+            else:       # (a period of N = 0 wraps: 2**timer_width cycles)
+                self.tick = (self.tick - 1) % (1 << self.cfg.timer_width)
         # 1. the send
         if sent is not None:
             if paper:

@@ -44,6 +44,7 @@ from hw.layouts import (
 )
 from hw.switch.hash_table_config import HashTableConfig
 from hw.switch.l3qcn_config import (
+    L3QCN_CP_WINDOW,
     PRIVATE_CNM_PDU_BYTES,
     PRIVATE_CNM_VERSION,
     L3qcnCpConfig,
@@ -261,6 +262,31 @@ class L3qcnCpModel:
         self.table = CnpQpTableModel(cfg.table_config())
         self.cnp = CnpModel(cfg.cnp)
         self.notifications = self.no_qp = self.not_roce = 0
+        # the CP's own registers (L3qcnCpConfig.register_map; the QCN CP's are in self.cp)
+        self.tbl_status = self.tbl_result = 0
+        mask = (1 << 32) - 1
+        self.csr = cfg.register_map().model({
+            "TBL_STATUS": lambda: self.tbl_status << 1, "TBL_RESULT": lambda: self.tbl_result,
+            "NOTIFICATIONS": lambda: self.notifications & mask,
+            "NO_QP": lambda: self.no_qp & mask, "NOT_ROCE": lambda: self.not_roce & mask})
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write: the QCN CP's below ``L3QCN_CP_WINDOW``; a write to ``TBL_CMD``
+        applies the table command at once (the RTL's result is in ``TBL_STATUS`` /
+        ``TBL_RESULT`` once ``busy`` has cleared)."""
+        if addr < L3QCN_CP_WINDOW:
+            self.cp.write(addr, value)
+            return
+        hit = self.csr.write(addr, value)
+        if hit is not None and hit[0].name == "TBL_CMD":
+            r = self.table.table.command(
+                HtOp(self.csr["TBL_CMD"]), cnp_qp_key(self.csr["TBL_KEY_IP"],
+                                                      self.csr["TBL_KEY_QP"]),
+                self.csr["TBL_VALUE"])
+            self.tbl_status, self.tbl_result = int(r.status.value), r.value
+
+    def read(self, addr: int) -> int:
+        return self.cp.read(addr) if addr < L3QCN_CP_WINDOW else self.csr.read(addr)
 
     def frame(self, f: L3qcnFrame) -> bytes | None:
         d = self.cp.step(CpFrame(f.qlen, f.length))
@@ -296,6 +322,37 @@ class TorModel:
         self.flows = FlowIdTableModel(cfg.table_config())
         self.cnm = CnmModel(cfg.cnm_config())
         self.cnms = self.other = self.malformed = 0
+        # the register file (L3qcnTorConfig.register_map)
+        self.tbl_status, self.tbl_result = 0, FlowInfo(0, 0, 0)
+        mask = (1 << 32) - 1
+        self.csr = cfg.register_map().model({
+            "TBL_STATUS": lambda: self.tbl_status << 1,
+            "RES_MAC_LO": lambda: self.tbl_result.src_mac & mask,
+            "RES_MAC_HI": lambda: self.tbl_result.src_mac >> 32,
+            "RES_FLOW": lambda: self.tbl_result.rpid | self.tbl_result.vid << 16,
+            **{c.upper(): (lambda c=c: getattr(self, c) & mask)
+               for c in ("cnms", "other", "malformed", "misses", "full")},
+            "OCCUPANCY": lambda: self.flows.table.occupancy})
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write; a write to ``TBL_CMD`` applies the table command at once (the
+        RTL's result is in ``TBL_STATUS`` / ``RES_*`` once ``busy`` has cleared)."""
+        hit = self.csr.write(addr, value)
+        if hit is None or hit[0].name != "TBL_CMD":
+            return
+        f = self.csr.field
+        key = FiveTuple(self.csr["TBL_SRC_IP"], self.csr["TBL_DST_IP"],
+                        f("TBL_PORTS", "sport"), f("TBL_PORTS", "dport"),
+                        self.csr["TBL_PROTOCOL"])
+        info = FlowInfo(self.csr["TBL_MAC_HI"] << 32 | self.csr["TBL_MAC_LO"],
+                        f("TBL_FLOW", "rpid"), f("TBL_FLOW", "vid"))
+        r = self.flows.table.command(HtOp(self.csr["TBL_CMD"]), five_tuple_key(key),
+                                     flow_info_value(info))
+        self.tbl_status = int(r.status.value)
+        self.tbl_result = FlowInfo(**_FLOW.unpack(r.value))
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
 
     def learn(self, t: FiveTuple, info: FlowInfo) -> HtStatus:
         return self.flows.learn(t, info)

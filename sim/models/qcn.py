@@ -85,12 +85,24 @@ class CpModel:
         self.q_old = 0
         self.samples = 0
         self.cnms = 0
+        # the register file of QcnCpConfig.register_map (the RTL's csr port)
+        self.csr = cfg.register_map().model()
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write (the RTL applies it between samples)."""
+        if self.csr.write(addr, value) is not None:
+            self.reg = self.cfg.registers_from(self.csr.values)
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
 
     @staticmethod
     def quantize(reg, s: int) -> int:
         """qntzFb of ``s = -Fb > 0`` (bytes): saturate at Fb_max, ceiling onto 1..63."""
         mag = min(s, reg.fb_max)
-        return ((mag * QNTZ_MAX + reg.fb_max - 1) * reg.qntz_mult) >> reg.qntz_shift
+        # (6 bits, as the RTL keeps them: exact for the constants of QcnCpConfig.registers())
+        return (((mag * QNTZ_MAX + reg.fb_max - 1) * reg.qntz_mult) >> reg.qntz_shift) \
+            & QNTZ_MAX
 
     def step(self, f: CpFrame) -> CpDecision:
         if f.length < self.remaining:
@@ -248,6 +260,17 @@ class QcnRpModel:
         self.cycle = 0
         self.cuts = self.byte_cycles = self.timer_cycles = self.guards = 0
         self.log: list = []     # (cycle, action, fb or None, b_stage, t_stage, guard fired)
+        # the register file of QcnRpConfig.register_map (the RTL's csr port)
+        self.csr = cfg.register_map().model()
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write, applied after this cycle (the RTL applies it at the edge that
+        takes it)."""
+        if self.csr.write(addr, value) is not None:
+            self.reg = self.cfg.registers_from(self.csr.values)
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
 
     def _draw(self) -> int:
         self.lfsr, r = self.cfg.lfsr.draw(self.lfsr, self.cfg.draw_bits)

@@ -27,6 +27,19 @@ class RateLimiterModel:
         self.cap = cfg.burst_bytes << CREDIT_FRAC
         self.floor = -(1 << (cfg.credit_width - 1))    #: credit saturates here (never wraps)
         self.cycle = 0
+        self.min_rate, self.max_rate = cfg.min_rate, cfg.max_rate
+        # the register file of RateLimiterConfig.register_map (the RTL's csr port)
+        self.csr = cfg.register_map().model()
+
+    def write(self, addr: int, value: int) -> None:
+        """A register write, applied after this cycle's :meth:`step` (the RTL applies it at
+        the edge that takes it)."""
+        if self.csr.write(addr, value) is not None:
+            self.min_rate, self.max_rate = self.csr["MIN_RATE"], self.csr["MAX_RATE"]
+            self.cap = self.csr["BURST"] << CREDIT_FRAC
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
 
     def eligible(self) -> int:
         return sum(1 << i for i, c in enumerate(self.credit) if c >= 0)
@@ -42,5 +55,7 @@ class RateLimiterModel:
             self.credit[i] = min(base + self.inc[i], max(base, self.cap))
         if rate is not None and rate[0] < cfg.flows:
             f, r = rate
-            self.rate[f] = min(max(r, cfg.min_rate), cfg.max_rate)
+            # (the RTL's clamp: below the minimum first, then above the maximum)
+            self.rate[f] = (self.min_rate if r < self.min_rate
+                            else self.max_rate if r > self.max_rate else r)
         self.cycle += 1

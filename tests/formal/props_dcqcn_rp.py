@@ -7,7 +7,7 @@ stated on it and proven by k-induction: they hold after reset and are preserved 
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cover, Module, Signal
+from amaranth.hdl import Assert, Assume, Cover, Module, Signal
 from amaranth.hdl._ast import AnySeq
 
 from hw.layouts import RpEventKind
@@ -27,7 +27,14 @@ def _invariants(profile: str):
         m = Module()
         cfg = DcqcnRpConfig.profile(profile)
         r = cfg.registers()
-        m.submodules.dut = dut = DcqcnRp(cfg)
+        dut = DcqcnRp(cfg)
+        # elaborated here, so that its run-time registers can be held at their reset values
+        # (no register writes; the k-induction may otherwise start from any register value)
+        m.submodules.dut = dut.elaborate(None)
+        dut._MustUse__silence = True        # (used through its elaborated module)
+        m.d.comb += dut.csr_w.valid.eq(0)
+        for reg in dut.csr_bank.storage.values():
+            m.d.comb += Assume(reg == reg.init)
         m.d.comb += [dut.event.valid.eq(AnySeq(1)),
                      dut.event.payload.eq(AnySeq(len(dut.event.payload.as_value())))]
         s = dut.state

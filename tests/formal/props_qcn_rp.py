@@ -6,7 +6,7 @@ proven by k-induction, for every event sequence (CNM with any feedback, TX of an
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cover, Module, Signal
+from amaranth.hdl import Assert, Assume, Cover, Module, Signal
 from amaranth.hdl._ast import AnySeq
 
 from hw.layouts import QcnRpEventKind
@@ -28,7 +28,14 @@ def _invariants():
         m = Module()
         cfg = QcnRpConfig()
         r = cfg.registers()
-        m.submodules.dut = dut = QcnRp(cfg)
+        dut = QcnRp(cfg)
+        # elaborated here, so that its run-time registers can be held at their reset values
+        # (no register writes; the k-induction may otherwise start from any register value)
+        m.submodules.dut = dut.elaborate(None)
+        dut._MustUse__silence = True        # (used through its elaborated module)
+        m.d.comb += dut.csr_w.valid.eq(0)
+        for reg in dut.csr_bank.storage.values():
+            m.d.comb += Assume(reg == reg.init)
         m.d.comb += [dut.event.valid.eq(AnySeq(1)),
                      dut.event.payload.eq(AnySeq(len(dut.event.payload.as_value())))]
         s = dut.state

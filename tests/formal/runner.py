@@ -45,6 +45,8 @@ MODULES = [
     "tests.formal.props_qcn_rp",
     "tests.formal.props_marker",
     "tests.formal.props_hash_table",
+    "tests.formal.props_qcn_cp",
+    "tests.formal.props_ldcp_transport",
 ]
 
 
