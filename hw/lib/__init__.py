@@ -4,4 +4,5 @@
 ``checksum``  the RFC 1071 ones'-complement sum and the 16-bit words it adds
 ``frame``     headers as Values (pack, wire bytes, view over bytes) and the frame shift-out
 ``crc``       the RoCEv2 ICRC (CRC-32 of Ethernet) through ``amaranth.lib.crc``
+``axis``      AXI-Stream ports for the frame streams (``AxisWrapper``, adapters)
 """

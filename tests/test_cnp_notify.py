@@ -1,0 +1,65 @@
+"""Fast checks of the AXI-Stream adapter (hw/lib/axis.py) and of the notification path's
+configuration and register map (hw/nic/cnp_notify*.py); the RTL runs on Verilator in
+cocotb_tests/test_axis.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from hw.lib.axis import AxisWrapper
+from hw.nic.cnp_config import CnpGenConfig
+from hw.nic.cnp_notify_config import CnpNotifyConfig
+from hw.nic.dcqcn_np_config import DcqcnNpConfig
+from hw.params import ConfigError
+from hw.switch.l3qcn import L3qcnTor
+from hw.switch.l3qcn_config import L3qcnTorConfig
+
+
+def _unused(component):
+    component._MustUse__silence = True       # built for its signature, not elaborated
+    return component
+
+
+def test_wrapper_ports():
+    w = _unused(AxisWrapper(_unused(L3qcnTor(L3qcnTorConfig()))))
+    names = set(w.signature.members)
+    for p in ("s_axis", "m_axis"):
+        assert {f"{p}_t{s}" for s in ("data", "keep", "valid", "ready", "last", "user")} <= names
+    assert "packet" not in names and "cnm" not in names and "learn" in names
+    assert w.signature.members["s_axis_tdata"].shape == 64
+    assert w.signature.members["m_axis_tready"].flow != w.signature.members["m_axis_tdata"].flow
+
+
+def test_wrapper_errors():
+    from hw.nic.dcqcn_np import DcqcnNp
+    with pytest.raises(TypeError, match="no frame-stream port"):
+        AxisWrapper(_unused(DcqcnNp(DcqcnNpConfig())))
+    with pytest.raises(TypeError, match="not frame-stream ports"):
+        AxisWrapper(_unused(L3qcnTor(L3qcnTorConfig())), {"learn": "s_axis"})
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"np": DcqcnNpConfig(flows=6)}, "np.flows"),
+    ({"cnp": CnpGenConfig(ip_version=6)}, "cnp"),
+    ({"cnp": CnpGenConfig(l2="none")}, "cnp"),
+    ({"counter_width": 40}, "counter_width"),
+])
+def test_config_errors(changes, field):
+    with pytest.raises(ConfigError, match=rf"CnpNotifyConfig\.{field} = .* is out of range"):
+        CnpNotifyConfig(**changes)
+
+
+def test_register_addresses():
+    # hand-derived: flow windows of 16 words from word 0x80 (byte 0x200) for 8 flows
+    m = CnpNotifyConfig().register_map()
+    assert [m.addr(n) for n in ("CNP_DSCP", "PKEY", "CNT_CNP", "CNT_UNKNOWN_QP", "ID")] == \
+        [0, 5, 7, 11, 0x10]
+    assert m.addr("QP", 0) == 0x80 and m.addr("UDP_SPORT", 7) == 0x80 + 7 * 16 + 8
+    assert m.size_bytes == 1024
+    assert m["QP"].write_mask == 0x80FF_FFFF
+    own = CnpNotifyConfig().register_map(forwarded=False)
+    assert (own.header_offset, own.flow_base, own.flow_shift, own.addr_width) == \
+        (m.header_offset, m.flow_base, m.flow_shift, m.addr_width)
+    assert m.addr("MIN_TIME_BETWEEN_CNPS") == 6 or not CnpNotifyConfig().np_registers()
+    big = CnpNotifyConfig(np=DcqcnNpConfig(flows=64)).register_map()
+    assert big.addr("QP", 63) == 1024 + 63 * 16
