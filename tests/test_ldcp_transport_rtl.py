@@ -13,6 +13,7 @@ the seeds.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 
@@ -20,6 +21,7 @@ import pytest
 
 from gateware.tops import TOPS
 from hw.layouts import (
+    LdcpTxStage,
     csr_write_layout,
     ldcp_rx_deliver_layout,
     ldcp_rx_packet_layout,
@@ -30,7 +32,12 @@ from hw.layouts import (
     ldcp_tx_state_layout,
 )
 from hw.nic.ldcp_transport import LdcpReceiver, LdcpSender
-from hw.nic.ldcp_transport_config import TX_CSR_ADDR_WIDTH, LdcpTransportReg
+from hw.nic.ldcp_transport_config import (
+    TX_CSR_ADDR_WIDTH,
+    LdcpTransportConfig,
+    LdcpTransportReg,
+)
+from hw.nic.ldcp_window_config import LdcpWindowConfig
 from sim.models.ldcp_loop import Channel, ChannelConfig
 from sim.models.ldcp_transport import Deliver, LdcpReceiverCycleModel, TAck, TxPacket
 from sim.models.ldcp_transport import LdcpSenderModel as LdcpSenderCycle
@@ -42,16 +49,19 @@ MTU = CFG.window.mtu
 
 
 def run_loop(side: str, seed: int, messages: list[tuple[int, ChannelConfig, ChannelConfig]],
-             writes: dict[int, tuple[int, int]] | None = None, p_ready: float = 1.0) -> dict:
+             writes: dict[int, tuple[int, int]] | None = None, p_ready: float = 1.0,
+             cfg=CFG, poke=None) -> dict:
     """Run ``messages`` (length, data channel, ACK channel) one after the other with the RTL
     on ``side`` ("tx" or "rx"); ``writes``: message index -> register write before it (sender
-    only).  Returns counts of what happened."""
+    only); ``poke(ctx, dut, tx, rx)``: called at the start of every cycle, before the
+    comparison (to preset a register in the RTL and its model alike).  Returns counts of what
+    happened."""
     rng = random.Random(seed)
-    dut = LdcpSender(CFG) if side == "tx" else LdcpReceiver(CFG)
-    tx, rx = LdcpSenderCycle(CFG), LdcpReceiverCycleModel(CFG)
+    dut = LdcpSender(cfg) if side == "tx" else LdcpReceiver(cfg)
+    tx, rx = LdcpSenderCycle(cfg), LdcpReceiverCycleModel(cfg)
     data = Channel(ChannelConfig(), random.Random(rng.random()))
     acks = Channel(ChannelConfig(), random.Random(rng.random()))
-    c = {name: codec(layout(CFG)) for name, layout in [
+    c = {name: codec(layout(cfg)) for name, layout in [
         ("pkt", ldcp_tx_packet_layout), ("rxp", ldcp_rx_packet_layout),
         ("ack", ldcp_tack_layout), ("start", ldcp_tx_start_layout),
         ("txs", ldcp_tx_state_layout), ("rxs", ldcp_rx_state_layout),
@@ -90,6 +100,8 @@ def run_loop(side: str, seed: int, messages: list[tuple[int, ChannelConfig, Chan
 
     async def step(ctx, start=None, write=None, clear=False):
         cyc = stats["cycles"]
+        if poke is not None:
+            poke(ctx, dut, tx, rx)
         prdy = p_ready >= 1 or rng.random() < p_ready
         ardy = p_ready >= 1 or rng.random() < p_ready
         ack_in, data_in = acks.head(cyc), data.head(cyc)
@@ -195,3 +207,80 @@ def test_sender_rtl_register_writes_and_timeout():
     messages = [(10 * MTU, CLEAN, CLEAN), (20 * MTU, CLEAN, CLEAN), (20 * MTU, CLEAN, dead_acks)]
     stats = run_loop("tx", _seed(33), messages, writes=writes)
     assert stats["retx"] > 0, stats
+
+
+# ---- directed edge cases (the mutation report's survivors, docs/verification.md) -------------
+
+def _cfg(lsn_width=32, m=1, mtu=1024, rtt_us=10.0, **kw):
+    return LdcpTransportConfig(window=LdcpWindowConfig(m=m, mtu=mtu, rtt_us=rtt_us),
+                               lsn_width=lsn_width, **kw)
+
+
+def test_sender_timeout_at_reset_rto_below_one_packet_with_40_bit_lsns():
+    """With the RTO register at its reset value (no write), every packet CE-marked and half
+    the ACKs lost: the window falls below one packet and the RTO fires in the stable stage, at
+    the reset value's cycle, and loads ``min(cw, 1) = cw``; 40-bit LSNs (the in-flight count
+    saturated to the window engine's 32 bits, here never reached: the gate must stay open)."""
+    clk = LdcpWindowConfig().clk_hz
+    cfg = _cfg(lsn_width=40, mtu=256, rtt_us=0.5, iw=2, rto_us=300 / clk * 1e6)
+    assert cfg.registers().rto == 300       # RTO - 1 odd: a dropped low bit of it shows
+    seen = []
+
+    def watch(ctx, dut, tx, rx):
+        seen.append((ctx.get(dut.state.ev_rto), ctx.get(dut.state.stage), ctx.get(dut.cw)))
+
+    marked = ChannelConfig(delay=20, p_mark=1.0)
+    lossy_acks = ChannelConfig(delay=20, p_drop=0.5)
+    stats = run_loop("tx", _seed(34), [(12 * 256, marked, lossy_acks)], cfg=cfg, poke=watch)
+    rto_stable = [cw for ev, stage, cw in seen if ev and stage == LdcpTxStage.STABLE]
+    assert stats["retx"] > 0 and rto_stable, stats
+    assert any(cw < (1 << 16) for cw in rto_stable), rto_stable    # below one packet
+
+
+def test_receiver_accepts_a_message_ending_at_the_largest_lsn():
+    """8-bit LSNs: a message of 2**8 - 1 bytes, whose last packet ends exactly at
+    ``max_message``, is accepted (one byte more would be malformed)."""
+    cfg = _cfg(lsn_width=8, mtu=64, iw=2)
+    for side in ("rx", "tx"):
+        run_loop(side, _seed(35), [(cfg.max_message, CLEAN, CLEAN)], cfg=cfg)
+
+
+def test_sender_counters_saturate_at_16_bits():
+    """``new_cnt`` (new packets of the message) and ``fs_acked`` (packets ACKed in fast start)
+    saturate at ``2**16 - 1``: preset near the top in the RTL and the model alike (counting
+    65k packets would take minutes of simulation), every state bit compared every cycle."""
+    done = set()
+
+    def preset(ctx, dut, tx, rx):
+        if "new" not in done and tx.active and tx.new_cnt == 2:
+            ctx.set(dut.state.new_cnt, 0xFFFD)
+            tx.new_cnt = 0xFFFD
+            done.add("new")
+        if "fs" not in done and tx.active and tx.first_ack and tx.stage == LdcpTxStage.FAST:
+            ctx.set(dut.state.fs_acked, 0xFFFF)
+            tx.fs_acked = 0xFFFF
+            done.add("fs")
+
+    run_loop("tx", _seed(36), [(40 * MTU, CLEAN, CLEAN)], poke=preset)
+    assert done == {"new", "fs"}
+
+
+def test_receiver_flush_timer_saturates_at_24_bits():
+    """The delayed-ACK timer ``age`` saturates at ``2**24 - 1`` (the longest flush time, so no
+    flush comes first): preset 2 below the top with one packet pending, then a burst of
+    in-order packets keeps packets pending past the top (m = 8)."""
+    clk = LdcpWindowConfig().clk_hz
+    cfg = _cfg(m=8, mtu=256, ack_delay_us=((1 << 24) - 1) / clk * 1e6)
+    assert cfg.registers().ack_delay == (1 << 24) - 1
+    top = (1 << 24) - 1
+    ages = []
+
+    def preset(ctx, dut, tx, rx):
+        if not ages and rx.s.pending == 1:
+            ctx.set(dut.state.age, top - 2)
+            rx.s = dataclasses.replace(rx.s, age=top - 2)     # (a frozen record)
+        if rx.s.pending:
+            ages.append(rx.s.age)
+
+    run_loop("rx", _seed(37), [(40 * 256, CLEAN, CLEAN)], cfg=cfg, poke=preset)
+    assert ages.count(top) >= 2, ages[:12]        # held at the top for at least one edge

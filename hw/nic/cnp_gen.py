@@ -21,7 +21,6 @@ from ..layouts import (
     cnp_request_layout,
     csr_write_layout,
 )
-from ..lib.checksum import ones_sum
 from ..lib.crc import icrc_processor
 from ..lib.csr import CsrBank
 from ..lib.frame import be_bytes, pack_fields
@@ -65,11 +64,15 @@ class CnpGenerator(wiring.Component):
     ----------------------
     The first beat is valid the cycle after the request is accepted; the ICRC is computed 4
     bytes per cycle (``crc_bytes / 4`` cycles: 16 for IPv4, 21 for IPv6) while the first beats
-    leave, and the beat(s) holding the ICRC wait for it.  A new request is accepted the cycle
-    after the last beat (``CnpGenConfig.cycles_per_cnp``): IPv4 with Ethernet + VLAN at 8 bytes
-    per beat sends one CNP every 18 cycles (last beat 17 cycles after the request), IPv6 at 16
-    bytes per beat one every 24.
+    leave, and the beat(s) holding the ICRC wait for it; the beat holding the IPv4 checksum
+    leaves at the earliest ``CKSUM_STAGES + 1`` cycles after the request (its pipeline).  A new
+    request is accepted the cycle after the last beat (``CnpGenConfig.cycles_per_cnp``): IPv4
+    with Ethernet + VLAN at 8 bytes per beat sends one CNP every 18 cycles (last beat 17 cycles
+    after the request), IPv6 at 16 bytes per beat one every 24.
     """
+
+    #: Pipeline stages of the IPv4 header checksum after the request register.
+    CKSUM_STAGES = 4
 
     def __init__(self, config: CnpGenConfig):
         if not isinstance(config, CnpGenConfig):
@@ -121,28 +124,64 @@ class CnpGenerator(wiring.Component):
         beat_done = self.frame.valid & self.frame.ready
         last_beat = beat == cfg.beats - 1
 
-        # ---- stage 0: accept a request, with its IPv4 header checksum (RFC 1071) ------------
-        if cfg.ip_version == 4:
-            hdr = pack_fields(IPV4_HEADER, cnp_header_fields(
-                cfg, regs, self.request.payload, 0, masked=False)[0])
-            new_cksum = ~ones_sum([hdr[16 * k:16 * (k + 1)] for k in range(10)])
+        # ---- accept a request ---------------------------------------------------------------
         with m.If(req_accept):
             m.d.sync += [req.eq(self.request.payload), busy.eq(1), beat.eq(0), crc_idx.eq(0),
                          crc_done.eq(0)]
-            if cfg.ip_version == 4:
-                m.d.sync += cksum.eq(new_cksum)
 
-        # ---- stage 1: the ICRC, 4 bytes per cycle ----------------------------------------------
+        # ---- the IPv4 header checksum (RFC 1071), pipelined from the held request -----------
+        # A single-cycle sum was a chain of ten carry chains.  Here each stage has at most one
+        # carry chain: (A) five pair sums; (B) a carry-save step on three of them (one LUT
+        # level) beside the sum of the other two; (C) a carry-save step and one sum, the plain
+        # total; (D) the end-around fold, total[:16] + total[16:] and the same + 1 computed in
+        # parallel and selected by the carry (= folding twice).  The stages run freely on
+        # ``req`` (stable while busy); ``ck_ok`` rises CKSUM_STAGES edges after the request's,
+        # and the beat holding the checksum waits for it (in every configuration the ICRC's 16
+        # words take longer, so the frame's last beat is never later).
+        ck_ok = Signal()
+        if cfg.ip_version == 4:
+            hdr = pack_fields(IPV4_HEADER, cnp_header_fields(cfg, regs, req, 0,
+                                                             masked=False)[0])
+            words = [hdr[16 * k:16 * (k + 1)] for k in range(10)]
+
+            def csa(x, y, z):                # x + y + z == sum + carry, in one LUT level
+                return x ^ y ^ z, Cat(Const(0, 1), (x & y) | (x & z) | (y & z))
+
+            ck_a = [Signal(17, name=f"ck_a{i}") for i in range(5)]
+            ck_bs, ck_bc, ck_bz = Signal(17), Signal(18), Signal(18)
+            ck_s = Signal(20)
+            m.d.sync += [ck_a[i].eq(words[2 * i] + words[2 * i + 1]) for i in range(5)]
+            bs, bc = csa(ck_a[0], ck_a[1], ck_a[2])
+            m.d.sync += [ck_bs.eq(bs), ck_bc.eq(bc), ck_bz.eq(ck_a[3] + ck_a[4])]
+            cs, cc = csa(ck_bs, ck_bc, ck_bz)
+            m.d.sync += ck_s.eq(cs + cc)
+            lo, hi = ck_s[:16], ck_s[16:]
+            fold = lo + hi
+            m.d.sync += cksum.eq(~Mux(fold[16], (lo + (hi + 1))[:16], fold[:16]))
+            ck_pipe = Signal(self.CKSUM_STAGES)
+            m.d.sync += ck_pipe.eq(Cat(req_accept, ck_pipe[:-1]))
+            m.d.sync += ck_ok.eq((ck_ok | ck_pipe[-1]) & ~req_accept)
+        ck_beat = (cfg.l2_bytes + 10) // W         # the beat holding the IPv4 checksum
+
+        # ---- the ICRC, 4 bytes per cycle ----------------------------------------------------
+        # The word the CRC takes is a register, loaded one cycle ahead (word 0, all ones, at
+        # the request's edge), so that the word select and the CRC's XOR network are in
+        # different cycles.
         crc_in = [Const(0xFF, 8)] * 8 + self._ip_udp_bth(req, regs, cksum, masked=True)
         crc_flat = Cat(*crc_in)
         # amaranth.lib.crc, CRC-32 of Ethernet: one 32-bit word (wire byte i in bits [8i, 8i+8))
         # per cycle, word k of the masked ICRC input at crc_idx == k
         m.submodules.icrc = icrc_gen = icrc_processor(32)
-        m.d.comb += [icrc_gen.start.eq(req_accept), icrc_gen.valid.eq(busy & ~crc_done)]
-        with m.Switch(crc_idx):
-            for k in range(crc_words):
-                with m.Case(k) if k < crc_words - 1 else m.Default():
-                    m.d.comb += icrc_gen.data.eq(crc_flat[32 * k:32 * (k + 1)])
+        crc_word = Signal(32)
+        m.d.comb += [icrc_gen.start.eq(req_accept), icrc_gen.valid.eq(busy & ~crc_done),
+                     icrc_gen.data.eq(crc_word)]
+        with m.If(req_accept):
+            m.d.sync += crc_word.eq(0xFFFFFFFF)     # word 0: the first 4 bytes of ones
+        with m.Elif(busy & ~crc_done):
+            with m.Switch(crc_idx):
+                for k in range(crc_words - 1):
+                    with m.Case(k):
+                        m.d.sync += crc_word.eq(crc_flat[32 * (k + 1):32 * (k + 2)])
         with m.If(busy & ~crc_done):
             m.d.sync += crc_idx.eq(crc_idx + 1)
             with m.If(crc_idx == crc_words - 1):
@@ -167,7 +206,8 @@ class CnpGenerator(wiring.Component):
         tail_keep = (1 << (L - (cfg.beats - 1) * W)) - 1
         out = self.frame.payload
         m.d.comb += [
-            self.frame.valid.eq(busy & ((beat < first_icrc_beat) | crc_done)),
+            self.frame.valid.eq(busy & ((beat < first_icrc_beat) | crc_done)
+                                & ((beat < ck_beat) | ck_ok | (cfg.ip_version != 4))),
             out.keep.eq(Mux(last_beat, tail_keep, (1 << W) - 1)),
             out.last.eq(last_beat),
         ]

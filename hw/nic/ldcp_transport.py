@@ -134,8 +134,11 @@ class LdcpSender(wiring.Component):
 
         # ---- the offered packet ------------------------------------------------------------
         fast = st.stage == LdcpTxStage.FAST
-        inflight = self.inflight
-        m.d.comb += inflight.eq(st.nxt - st.una)
+        # bytes in flight, nxt - una: a register kept with nxt and una (its next value is
+        # computed from the same candidates), so that the gate's comparison is not preceded by
+        # a W-bit subtraction
+        inflight = Signal(W)
+        m.d.comb += self.inflight.eq(inflight)
         LW = cfg.len_width
         length = Mux(is_last, (st.msg_len[:LW] - st.nxt[:LW])[:LW], mtu)
         sent_len = Mux(is_last, st.msg_len, nxt_mtu)           # nxt + length
@@ -244,6 +247,15 @@ class LdcpSender(wiring.Component):
             take(cand_sent)
         with m.Else():
             take(cand_same)
+        # inflight' = nxt' - una', per candidate (0 after a start or a go-back)
+        infl_sent = Mux(progress, sent_len - a.lsn, sent_len - st.una)[:W]
+        infl_same = Mux(progress, st.nxt - a.lsn, inflight)[:W]
+        with m.If(start_t | back_to):
+            m.d.sync += inflight.eq(0)
+        with m.Elif(pkt_t):
+            m.d.sync += inflight.eq(infl_sent)
+        with m.Else():
+            m.d.sync += inflight.eq(infl_same)
         with m.If(pkt_t & ~retx):
             m.d.sync += [st.snd_max.eq(sent_len),
                          st.new_cnt.eq(Mux(st.new_cnt == (1 << IW_WIDTH) - 1, st.new_cnt,

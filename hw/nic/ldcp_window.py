@@ -81,7 +81,8 @@ class LdcpWindowDatapath:
         s1 = stage(1, cw=W, **ev)
         s2 = stage(2, cw=W, cwg=signed(W + 2), cw1=signed(W + 2), h=FRAC_BITS, m_none=1,
                    above=1, nmb=prod_w, nua=prod_w, nug=prod_w, **ev)
-        s3 = stage(3, c=W, dec=LdcpDecRule, nua=prod_w, nug=prod_w, **ev)
+        s3 = stage(3, cw=W, t=W, h=FRAC_BITS, m_none=1, above=1, ge_one=1, ge_gamma=1, h_gt=1,
+                   nua=prod_w, nug=prod_w, **ev)
         s4 = stage(4, c=W, e=4, dec=LdcpDecRule, nua=prod_w, nug=prod_w, **ev)
         s5 = stage(5, c=W, e=4, idx=RECIP_INDEX_BITS, f=RECIP_INTERP_BITS, sub=W + 1,
                    dec=LdcpDecRule, nua=prod_w, **ev)
@@ -119,35 +120,46 @@ class LdcpWindowDatapath:
                      s2["h"].eq(s1["cw"][:FRAC_BITS] >> Mux(nm1 > FRAC_BITS, FRAC_BITS, nm1)[:5]),
                      s2["m_none"].eq(nm1 == 0), s2["above"].eq(s1["cw"][FRAC_BITS:] != 0)]
 
-        # ---- 2 -> 3: marked part (the comparisons are parallel carry chains) ----------------
+        # ---- 2 -> 3: marked part, its candidates and comparisons (parallel carry chains) ---
+        # registered unselected: a carry chain followed by the select did not fit the clock
         cw, h = s2["cw"], s2["h"]
-        t = cw - s2["nmb"]
         gamma = P.gamma
-        c3, dec3 = s3["c"], s3["dec"]
-        with m.If(s2["m_none"]):
-            m.d.sync += [c3.eq(cw), dec3.eq(LdcpDecRule.NONE)]
-        with m.Elif(s2["above"]):
-            with m.If(s2["cw1"] >= s2["nmb"]):                      # t >= ONE
-                m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.LINEAR)]
-            with m.Elif(s2["cwg"] >= s2["nmb"]):                    # t >= gamma
-                m.d.sync += [c3.eq(t), dec3.eq(LdcpDecRule.CROSS)]
-            with m.Else():
-                m.d.sync += [c3.eq(gamma), dec3.eq(LdcpDecRule.CROSS_FLOOR)]
-        with m.Else():
-            with m.If(h > gamma):
-                m.d.sync += [c3.eq(h), dec3.eq(LdcpDecRule.HALVE)]
-            with m.Else():
-                m.d.sync += [c3.eq(gamma), dec3.eq(LdcpDecRule.HALVE_FLOOR)]
-        m.d.sync += carry(s3, s2, "nm", "nu", "nua", "nug")
+        m.d.sync += [s3["t"].eq(cw - s2["nmb"]),
+                     s3["ge_one"].eq(s2["cw1"] >= s2["nmb"]),            # t >= ONE
+                     s3["ge_gamma"].eq(s2["cwg"] >= s2["nmb"]),          # t >= gamma
+                     s3["h_gt"].eq(h > gamma)]
+        m.d.sync += carry(s3, s2, "cw", "h", "m_none", "above", "nm", "nu", "nua", "nug")
 
-        # ---- 3 -> 4: exponent (leading one of the integer part) ------------------------------
-        ipart = s3["c"][FRAC_BITS:]
-        for i in range(W - FRAC_BITS):
-            with m.If(ipart[i]):
-                m.d.sync += s4["e"].eq(i)    # the last (highest) set bit wins
-        with m.If(ipart == 0):
+        # ---- 3 -> 4: select the marked part's rule; the exponent (leading one of the integer
+        # part) of the selected value, computed on the window-sized candidate before the select
+        # (gamma <= 1 and h < 1 have exponent 0) --------------------------------------------
+        c4, dec4 = s4["c"], s4["dec"]
+        use_t = Signal()
+        with m.If(s3["m_none"]):
+            m.d.sync += [c4.eq(s3["cw"]), dec4.eq(LdcpDecRule.NONE)]
+        with m.Elif(s3["above"]):
+            with m.If(s3["ge_one"]):
+                m.d.comb += use_t.eq(1)
+                m.d.sync += [c4.eq(s3["t"]), dec4.eq(LdcpDecRule.LINEAR)]
+            with m.Elif(s3["ge_gamma"]):
+                m.d.comb += use_t.eq(1)
+                m.d.sync += [c4.eq(s3["t"]), dec4.eq(LdcpDecRule.CROSS)]
+            with m.Else():
+                m.d.sync += [c4.eq(gamma), dec4.eq(LdcpDecRule.CROSS_FLOOR)]
+        with m.Else():
+            with m.If(s3["h_gt"]):
+                m.d.sync += [c4.eq(s3["h"]), dec4.eq(LdcpDecRule.HALVE)]
+            with m.Else():
+                m.d.sync += [c4.eq(gamma), dec4.eq(LdcpDecRule.HALVE_FLOOR)]
+        wide = s3["m_none"] | use_t                  # the selected value may exceed 1
+        ipart = Mux(s3["m_none"], s3["cw"], s3["t"])[FRAC_BITS:]
+        with m.If(wide):
+            for i in range(W - FRAC_BITS):
+                with m.If(ipart[i]):
+                    m.d.sync += s4["e"].eq(i)    # the last (highest) set bit wins
+        with m.If(~wide | (ipart == 0)):
             m.d.sync += s4["e"].eq(0)
-        m.d.sync += carry(s4, s3, "c", "nm", "nu", "dec", "nua", "nug")
+        m.d.sync += carry(s4, s3, "nm", "nu", "nua", "nug")
 
         # ---- 4 -> 5: normalise (leading one to bit 31); the sub-1 increase -------------------
         norm = (s4["c"] << (15 - s4["e"])[:4])[:W]
@@ -256,10 +268,11 @@ class LdcpWindowUpdate(wiring.Component):
     Fully pipelined, no stalls: one update per clock.  ``o`` shows the result of an update
     ``LATENCY - 1`` edges after the edge that took it, so a wrapper that registers it has the
     new window ``LATENCY`` edges after issuing.  Stages (each ends in a register): 1 input;
-    2 ``n * beta``, ``n * alpha``, ``n * gamma``, ``cw - gamma``; 3 marked part; 4 leading one
-    of the integer part; 5 normalise; 6 reciprocal ROM (logic); 7 chord product; 8 interpolated
-    reciprocal ``r``; 9 ``n * alpha * r`` as two 18x18 products; 10 their sum; 11 shift by the
-    exponent, ``cw_max - cw``; 12 ``cw + increase`` and every comparison; then a multiplexer
+    2 ``n * beta``, ``n * alpha``, ``n * gamma``, ``cw - gamma``; 3 the marked part's candidates
+    and comparisons; 4 its rule select and the leading one of the integer part; 5 normalise;
+    6 reciprocal ROM (logic); 7 chord product; 8 interpolated reciprocal ``r``;
+    9 ``n * alpha * r`` as two 18x18 products; 10 their sum; 11 shift by the exponent,
+    ``cw_max - cw``; 12 ``cw + increase`` and every comparison; then a multiplexer
     (combinational, selects registered) gives the new window and the rule codes.  Every
     multiplication is at most 18x18 (one ECP5 DSP) with registers on both sides.
     """
@@ -399,7 +412,7 @@ class LdcpWindow(wiring.Component):
         m.d.comb += self.ack.ready.eq(1)
         take = self.ack.valid
         n_ack = Mux(self.ack.payload.n > cfg.m, cfg.m, self.ack.payload.n)[:cfg.n_width]
-        counted = take & (n_ack != 0)
+        counted = take & (self.ack.payload.n != 0)          # n_ack != 0 (m >= 1)
         marked = counted & self.ack.payload.ece
         ev_m = Mux(marked, pend_m + pend_u + n_ack, pend_m)[:NW]
         ev_u = Mux(marked, 0, Mux(counted, pend_u + n_ack, pend_u))[:NW]
@@ -409,7 +422,9 @@ class LdcpWindow(wiring.Component):
         csr_q_hi = Signal()       # data > cw_max
         busy = (busy_left != 0) | (pend_m != 0) | (pend_u != 0) | bank.applying
         free = (busy_left <= 1) & ~bank.applying   # nothing in flight, or it commits now
-        issue = free & ((ev_m != 0) | (ev_u != 0))
+        # "the event is not empty", without the adders: a counted ACK has n != 0 and the sums
+        # never wrap (NW bits hold n_max_event), so it is an OR of flags
+        issue = free & (counted | (pend_m != 0) | (pend_u != 0))
 
         # ---- issue, coalesce, commit --------------------------------------------------------
         dp.i_valid = issue
