@@ -27,6 +27,7 @@ must reproduce.  Per completion:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from hw.nic.timely_config import (
     APP_FRAC,
@@ -41,9 +42,11 @@ from hw.nic.timely_config import (
     TimelyConfig,
 )
 from sim.models.divider import udiv_sat
+from sim.models.flow_datapath import FlowDatapathModel, ModelOut
 
 __all__ = ["TimelyModel", "TimelyState", "TimelyCompletion", "TimelyOutcome",
-           "REGION_LOW", "REGION_HIGH", "REGION_GRAD_INC", "REGION_GRAD_DEC", "REGION_FIRST"]
+           "REGION_LOW", "REGION_HIGH", "REGION_GRAD_INC", "REGION_GRAD_DEC", "REGION_FIRST",
+           "timely_update", "timely_rtt", "timely_app_ok", "TimelyDatapathModel"]
 
 TS_MASK = (1 << TS_BITS) - 1
 REGION_LOW, REGION_HIGH, REGION_GRAD_INC, REGION_GRAD_DEC = range(4)
@@ -79,6 +82,58 @@ class TimelyOutcome:
     rate: int
 
 
+def timely_rtt(r, ev: TimelyCompletion) -> int:
+    """Step 1: the completion's RTT in cycles (``r``: :class:`TimelyRegisters` or an object
+    with its fields)."""
+    elapsed = (ev.t_completion - ev.t_send) & TS_MASK
+    ser = (ev.seg_bytes * r.ser_per_byte) >> SER_FRAC
+    return min(max(elapsed - ser, 0), r.rtt_max)
+
+
+def timely_app_ok(r, rate: int, ev: TimelyCompletion) -> bool:
+    """Step 5: the application sent at least ``app_limit_pct`` % of ``rate``."""
+    if r.app_k == 0:
+        return True
+    cycles = min(ev.app_cycles, r.rtt_max)     # the interval counter saturates too
+    return (ev.app_bytes << APP_FRAC) >= rate * cycles * r.app_k
+
+
+def timely_update(r, s: TimelyState, ev: TimelyCompletion) -> TimelyOutcome:
+    """One completion (steps 1-6 of the module docstring) applied to the state ``s`` (updated
+    in place): the per-flow update the single-flow model and the multi-flow engine's datapath
+    model (:class:`TimelyDatapathModel`) share."""
+    diff_max = ((r.rtt_max + 1) << DIFF_FRAC) - 1
+    rtt = timely_rtt(r, ev)
+    if s.valid:
+        new_diff = (rtt - s.prev_rtt) << DIFF_FRAC
+        d = s.rtt_diff + (((new_diff - s.rtt_diff) * r.alpha) >> FRAC16)
+        s.rtt_diff = min(max(d, -diff_max), diff_max)
+    s.prev_rtt = rtt
+    s.valid = True
+    g = (s.rtt_diff * r.inv_min_rtt) >> (DIFF_FRAC + INV_FRAC - GRAD_FRAC)
+    g = min(max(g, -GRAD_MAX), GRAD_MAX)
+    s.neg = min(s.neg + 1, r.hai_thresh) if g <= 0 else 0
+    inc_ok = timely_app_ok(r, s.rate, ev)
+    rate = s.rate
+    if rtt < r.t_low:
+        region = REGION_LOW
+        if inc_ok:
+            rate += r.delta
+    elif rtt > r.t_high:
+        region = REGION_HIGH
+        q = udiv_sat(r.t_high << FRAC16, rtt, FRAC16)
+        rate = (rate * (ONE16 - ((r.beta * (ONE16 - q)) >> FRAC16))) >> FRAC16
+    elif g <= 0:
+        region = REGION_GRAD_INC
+        if inc_ok:
+            rate += r.delta * (r.hai_mult if s.neg >= r.hai_thresh else 1)
+    else:
+        region = REGION_GRAD_DEC
+        rate = (rate * max(ONE16 - ((r.beta * g) >> FRAC16), 0)) >> FRAC16
+    s.rate = min(max(rate, r.min_rate), r.max_rate)
+    return TimelyOutcome(rtt, g, region, s.rate)
+
+
 class TimelyModel:
     def __init__(self, cfg: TimelyConfig):
         self.cfg = cfg
@@ -87,46 +142,52 @@ class TimelyModel:
         self.state = TimelyState(rate=self.r.init_rate)
 
     def rtt_of(self, ev: TimelyCompletion) -> int:
-        r = self.r
-        elapsed = (ev.t_completion - ev.t_send) & TS_MASK
-        ser = (ev.seg_bytes * r.ser_per_byte) >> SER_FRAC
-        return min(max(elapsed - ser, 0), r.rtt_max)
+        return timely_rtt(self.r, ev)
 
     def app_ok(self, ev: TimelyCompletion) -> bool:
-        r, s = self.r, self.state
-        if r.app_k == 0:
-            return True
-        cycles = min(ev.app_cycles, r.rtt_max)     # the interval counter saturates too
-        return (ev.app_bytes << APP_FRAC) >= s.rate * cycles * r.app_k
+        return timely_app_ok(self.r, self.state.rate, ev)
 
     def complete(self, ev: TimelyCompletion) -> TimelyOutcome:
-        r, s = self.r, self.state
-        rtt = self.rtt_of(ev)
-        if s.valid:
-            new_diff = (rtt - s.prev_rtt) << DIFF_FRAC
-            d = s.rtt_diff + (((new_diff - s.rtt_diff) * r.alpha) >> FRAC16)
-            s.rtt_diff = min(max(d, -self.diff_max), self.diff_max)
-        s.prev_rtt = rtt
-        s.valid = True
-        g = (s.rtt_diff * r.inv_min_rtt) >> (DIFF_FRAC + INV_FRAC - GRAD_FRAC)
-        g = min(max(g, -GRAD_MAX), GRAD_MAX)
-        s.neg = min(s.neg + 1, r.hai_thresh) if g <= 0 else 0
-        inc_ok = self.app_ok(ev)
-        rate = s.rate
-        if rtt < r.t_low:
-            region = REGION_LOW
-            if inc_ok:
-                rate += r.delta
-        elif rtt > r.t_high:
-            region = REGION_HIGH
-            q = udiv_sat(r.t_high << FRAC16, rtt, FRAC16)
-            rate = (rate * (ONE16 - ((r.beta * (ONE16 - q)) >> FRAC16))) >> FRAC16
-        elif g <= 0:
-            region = REGION_GRAD_INC
-            if inc_ok:
-                rate += r.delta * (r.hai_mult if s.neg >= r.hai_thresh else 1)
-        else:
-            region = REGION_GRAD_DEC
-            rate = (rate * max(ONE16 - ((r.beta * g) >> FRAC16), 0)) >> FRAC16
-        s.rate = min(max(rate, r.min_rate), r.max_rate)
-        return TimelyOutcome(rtt, g, region, s.rate)
+        return timely_update(self.r, self.state, ev)
+
+
+# -- the multi-flow engine's datapath (hw/nic/timely_engine.py) ---------------------------------
+
+class TimelyDatapathModel(FlowDatapathModel):
+    """Model of :class:`hw.nic.timely_engine.TimelyDatapath` for
+    :class:`sim.models.flow_engine.FlowEngineModel`: a ``cn`` event is a completion (its packed
+    payload unpacked into a :class:`TimelyCompletion`) applied with :func:`timely_update`;
+    ``tx`` and timer events change nothing (no timer is ever armed)."""
+
+    def __init__(self, rtl):
+        super().__init__(rtl)
+        self.fields = [name for name, _ in rtl.state_layout]
+        self.cn = [(name, f.offset, f.width) for name, f in rtl.cn_layout]
+        self.dw = rtl.state_layout["rtt_diff"].width
+        self.rtt_max = (1 << rtl.config.rtt_width) - 1
+
+    def init_state(self, regs: dict) -> dict:
+        state = dict.fromkeys(self.fields, 0)
+        state["rate"] = regs["init_rate"]
+        return state
+
+    def registers(self, regs: dict):
+        return SimpleNamespace(**regs, rtt_max=self.rtt_max)
+
+    def completion(self, payload: int) -> TimelyCompletion:
+        f = {name: (payload >> o) & ((1 << w) - 1) for name, o, w in self.cn}
+        return TimelyCompletion(f["t_send"], f["t_comp"], f["seg_bytes"], f["app_bytes"],
+                                f["app_cycles"])
+
+    def update(self, regs, state, kind, payload, t):
+        if getattr(kind, "value", kind) != 1:
+            return ModelOut(dict(state), None, False, 0)
+        dw = self.dw
+        rd = state["rtt_diff"]
+        rd -= (rd >> (dw - 1)) << dw
+        s = TimelyState(rate=state["rate"], prev_rtt=state["prev_rtt"], rtt_diff=rd,
+                        neg=state["neg"], valid=bool(state["valid"]))
+        timely_update(self.registers(regs), s, self.completion(payload))
+        nxt = {"rate": s.rate, "prev_rtt": s.prev_rtt, "rtt_diff": s.rtt_diff & ((1 << dw) - 1),
+               "neg": s.neg, "valid": int(s.valid)}
+        return ModelOut(nxt, None, False, 0)

@@ -1,0 +1,387 @@
+"""TIMELY's rate computation as a datapath of the multi-flow engine (:mod:`hw.nic.flow_engine`).
+
+:class:`TimelyDatapath` is the per-completion update of :mod:`sim.models.timely` (Mittal et
+al., SIGCOMM 2015) in the engine's form (``docs/timely.md``, "Hardware"): one flow's state in a
+block-RAM word, a completion = a ``cn`` event whose payload carries the segment's two NIC
+timestamps, its size and the application's bytes and cycles since the previous completion;
+every knob a run-time register.  No timer: TIMELY is clocked by completions (``tx`` and timer
+events leave the state as it is).  The bit-exact model is
+:class:`sim.models.timely.TimelyDatapathModel` (the single-flow update function
+:func:`sim.models.timely.timely_update`).
+
+The update is a feed-forward pipeline (:data:`TIMELY_PIPE_LATENCY` cycles; alone on ECP5-85
+speed 6 it reaches 101.8 MHz, not yet the 156.25 MHz target: docs/timely.md, "Hardware")
+or, ``latency = 1``, the same function in one combinational cycle.
+Products are carry-save rows in logic, ``T_high / RTT`` an exact radix-4 restoring division
+(:class:`hw.lib.pipeline.Divider`, 8 steps, one per stage, started as soon as the RTT is known,
+in parallel with the EWMA and the gradient).
+
+:func:`timely_engine` builds the engine top, :class:`TimelyDatapathTop` the datapath alone
+between flip-flops (out-of-context timing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.csa import fit
+from ..lib.pipeline import Divider, Stages, lt, mul_rows, reduce_rows, split_hi, split_lo
+from ..params import BlockConfig, ConfigError, check_bool
+from .flow_datapath import DatapathOut, EventKind, FlowDatapath
+from .flow_engine_config import FlowEngineConfig
+from .timely_config import (
+    APP_FRAC,
+    DIFF_FRAC,
+    FRAC16,
+    GRAD_FRAC,
+    GRAD_MAX,
+    INV_FRAC,
+    ONE16,
+    SER_FRAC,
+    TS_BITS,
+    TimelyConfig,
+)
+
+__all__ = ["TimelyDatapath", "TimelyEngineConfig", "timely_engine", "TimelyDatapathTop",
+           "timely_state_layout", "timely_cn_layout", "timely_register_list",
+           "TIMELY_PIPE_LATENCY"]
+
+SEG_BITS = 17           #: segment bytes in a completion (16-64 KB)
+APP_BITS = 32           #: application bytes / cycles since the previous completion
+APPK_BITS = 28          #: app_k <= 2**27 (100 %, 1 MHz)
+GSHIFT = DIFF_FRAC + INV_FRAC - GRAD_FRAC        # 24
+
+
+def timely_state_layout(cfg: TimelyConfig) -> data.StructLayout:
+    """Per-flow state: the fields of :class:`sim.models.timely.TimelyState` (``rtt_diff`` as
+    its two's-complement bits)."""
+    return data.StructLayout({
+        "rate": cfg.rate_width,                     # UQ.10 Mb/s (the rate streamed out)
+        "prev_rtt": cfg.rtt_width,                  # cycles
+        "rtt_diff": cfg.rtt_width + DIFF_FRAC + 1,  # signed, cycles x 2**8
+        "neg": 8,                                   # completions with gradient <= 0
+        "valid": 1,                                 # a first RTT was seen
+    })
+
+
+def timely_cn_layout() -> data.StructLayout:
+    """A completion (the ``cn`` payload): :class:`sim.models.timely.TimelyCompletion`."""
+    return data.StructLayout({"t_send": TS_BITS, "t_comp": TS_BITS, "seg_bytes": SEG_BITS,
+                              "app_bytes": APP_BITS, "app_cycles": APP_BITS})
+
+
+def timely_register_list(cfg: TimelyConfig) -> list[tuple[str, int, int]]:
+    """``(name, width, reset)`` of every run-time register (the order is the address map)."""
+    r = cfg.registers()
+    RW, RT = cfg.rate_width, cfg.rtt_width
+    return [("t_low", RT, r.t_low), ("t_high", RT, r.t_high),
+            ("inv_min_rtt", 32, r.inv_min_rtt), ("alpha", FRAC16 + 1, r.alpha),
+            ("beta", FRAC16 + 1, r.beta), ("delta", RW, r.delta),
+            ("hai_thresh", 8, r.hai_thresh), ("hai_mult", 8, r.hai_mult),
+            ("min_rate", RW, r.min_rate), ("max_rate", RW, r.max_rate),
+            ("init_rate", RW, r.init_rate), ("ser_per_byte", 32, r.ser_per_byte),
+            ("app_k", APPK_BITS, r.app_k)]
+
+
+#: the latency of the pipelined build (101.8 MHz alone on ECP5 speed 6; target 156.25 MHz)
+TIMELY_PIPE_LATENCY = 22
+
+
+class TimelyDatapath(FlowDatapath):
+    """TIMELY's per-flow rate update on the multi-flow engine.
+
+    Parameters
+    ----------
+    config : TimelyConfig
+        Structural widths (``rtt_width``, the rate width from ``line_rate_mbps``) and the
+        registers' reset values.
+    time_width : int
+        W of the engine (unused by TIMELY: no timer).
+    pipelined : bool
+        True: :data:`TIMELY_PIPE_LATENCY` modify cycles (feed-forward, no enable); False: one
+        combinational cycle.
+
+    Interface (the :mod:`hw.nic.flow_datapath` protocol): state :func:`timely_state_layout`
+    (93 bits at 100 Gb/s, rtt_width 24); ``cn`` payload :func:`timely_cn_layout` (145 bits);
+    ``tx`` 1 dummy bit (ignored); registers :func:`timely_register_list`; rate field ``rate``
+    (streamed on every change: it drives the rate limiter or the pacer).  One completion per
+    clock (of different flows; one flow's next completion issues ``latency`` cycles later).
+    """
+
+    name = "timely"
+
+    def __init__(self, config: TimelyConfig, time_width: int = 26, *, pipelined: bool = True):
+        if not isinstance(config, TimelyConfig):
+            raise TypeError(f"TimelyDatapath needs a TimelyConfig, not {config!r}")
+        check_bool(self, "pipelined", pipelined)
+        self.config = config
+        self.time_width = time_width
+        self.pipelined = pipelined
+        self.state_layout = timely_state_layout(config)
+        self.cn_layout = timely_cn_layout()
+        self.tx_bytes_width = 1
+        self.rate_field = "rate"
+        self.regs = timely_register_list(config)
+        for name, width, reset in self.regs:
+            if reset >= 1 << width:
+                raise ConfigError(self, name, reset,
+                                  f"a value below 2**{width} (the register's width)")
+        self.latency = TIMELY_PIPE_LATENCY if pipelined else 1
+
+    def init_state(self, regs) -> dict:
+        return {"rate": regs.init_rate}
+
+    def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
+              valid=None) -> DatapathOut:
+        st = Stages(m, self.pipelined, "tl_")
+        nxt = self._update(m, st, state, kind, cn, regs)
+        assert 1 + st.k == self.latency, (st.k, self.latency)
+        return DatapathOut(next_state=nxt, wake_valid=Const(0), wake=Const(0, self.time_width),
+                           expired=Const(0), late=Const(0, self.time_width))
+
+    def _update(self, m, st: Stages, s, kind, cn, r):
+        """The update, written once for both forms (``v = st(v)``: a cut)."""
+        cfg = self.config
+        RT, RW = cfg.rtt_width, cfg.rate_width
+        DW = RT + DIFF_FRAC + 1
+        rtt_max = (1 << RT) - 1
+        diff_max = (1 << (RT + DIFF_FRAC)) - 1
+        red = st.reduce
+
+        # ---- 1: the completion's elapsed time; the products that need only the event -------
+        v = SimpleNamespace(s=s, cmp=kind == EventKind.CN)
+        v.elapsed = (cn.t_comp - cn.t_send)[:TS_BITS]
+        v.ser = red(mul_rows(r.ser_per_byte, cn.seg_bytes, 32 + SEG_BITS), 32 + SEG_BITS, 2)
+        v.cyc = Mux(cn.app_cycles[RT:] != 0, rtt_max, cn.app_cycles[:RT])
+        v.app_b = cn.app_bytes
+        v.dn = red(mul_rows(r.delta, r.hai_mult, RW + 8), RW + 8, 2)
+        v = st(v)
+        # ---- 2
+        v.ser = red(v.ser, 32 + SEG_BITS)
+        PW1 = RT + APPK_BITS
+        v.p1 = red(mul_rows(r.app_k, v.cyc, PW1), PW1, 2)
+        del v.cyc
+        v.dn = red(v.dn, RW + 8)
+        v = st(v)
+        # ---- 3: serialization summed
+        v.ser = reduce_rows(v.ser, 32 + SEG_BITS)[SER_FRAC:]
+        v.p1 = red(v.p1, PW1)
+        v.dn = reduce_rows(v.dn, RW + 8)
+        v = st(v)
+        # ---- 4: elapsed - serialization
+        v.d = (fit(v.elapsed, TS_BITS + 2) - fit(v.ser, TS_BITS + 2))[:TS_BITS + 2].as_signed()
+        del v.elapsed, v.ser
+        v.p1 = red(v.p1, PW1)
+        v = st(v)
+        # ---- 5: RTT = clamp(elapsed - ser, 0, rtt_max); P1 = cycles x app_k summed
+        neg, over = v.d < 0, v.d[RT:TS_BITS + 1] != 0
+        v.rtt = Mux(neg, 0, Mux(over, rtt_max, v.d[:RT]))
+        del v.d
+        v.p1 = reduce_rows(v.p1, PW1)
+        v = st(v)
+        # ---- 6: regions; new_diff; the division T_high 2**16 / RTT starts; app product rows
+        s = v.s
+        v.low = lt(v.rtt, r.t_low)
+        v.high = lt(r.t_high, v.rtt)
+        v.nd = ((v.rtt - s.prev_rtt).as_signed() << DIFF_FRAC)     # RT + 9 bits signed
+        div = Divider(RT, FRAC16)
+        # in the T_high region RTT > T_high, so the quotient fits: no overflow check
+        v.div = div.start(Cat(Const(0, FRAC16), r.t_high), v.rtt, check=False)
+        PW = PW1 + RW + 1
+        v.p = red(mul_rows(v.p1, s.rate, PW), PW, 2)
+        del v.p1
+        v = st(v)
+        # ---- 7: e = new_diff - rtt_diff
+        s = v.s
+        rd = s.rtt_diff.as_signed()
+        v.e = (v.nd - rd)[:DW + 1].as_signed()
+        del v.nd
+        v.div = div.step(v.div)
+        v.p = red(v.p, PW)
+        v = st(v)
+        # ---- 8: rtt_diff 2**16 + e alpha, as rows
+        s = v.s
+        XW = RT + DIFF_FRAC + 2 + FRAC16 + 2
+        v.ew = red(mul_rows(v.e, r.alpha, XW) + [fit(s.rtt_diff.as_signed() << FRAC16, XW)],
+                   XW, 3)
+        del v.e
+        v.div = div.step(v.div)
+        v.p = red(v.p, PW)
+        v = st(v)
+        # ---- 9
+        v.ew = red(v.ew, XW)
+        v.div = div.step(v.div)
+        # the application-limited compare: app_bytes 2**40 - P as rows, reduced to two
+        AW = PW + 1
+        v.ac = red([fit(v.app_b << APP_FRAC, AW)] + [~fit(x, AW) for x in v.p]
+                   + [Const(len(v.p), AW)], AW)
+        del v.p, v.app_b
+        v = st(v)
+        # ---- 10: the EWMA summed (>> 16: floor)
+        v.ew = reduce_rows(v.ew, XW)[FRAC16:].as_signed()
+        v.div = div.step(v.div)
+        v.ac = red(v.ac, AW)
+        v = st(v)
+        # ---- 11: clamp to +-diff_max; the app compare's low half
+        s = v.s
+        ew = v.ew
+        clamped = Mux(ew > diff_max, diff_max, Mux(ew < -diff_max, -diff_max, ew))
+        v.rd = Mux(s.valid, clamped, s.rtt_diff.as_signed())[:DW].as_signed()
+        del v.ew
+        v.div = div.step(v.div)
+        h = AW // 2
+        v.ac_lo, v.ac_hi = split_lo(v.ac, h)
+        del v.ac
+        v = st(v)
+        # ---- 12: gradient rows rtt_diff x inv_min_rtt; the app compare's high half
+        GW = DW + 32 + 1
+        v.g = red(mul_rows(v.rd, r.inv_min_rtt, GW), GW, 3)
+        v.div = div.step(v.div)
+        v.ok = ~split_hi(v.ac_lo, v.ac_hi, h, AW)[AW - 1] | (r.app_k == 0)
+        del v.ac_lo, v.ac_hi
+        v = st(v)
+        # ---- 13
+        v.g = red(v.g, GW)
+        v.div = div.step(v.div)
+        v = st(v)
+        # ---- 14
+        v.g = red(v.g, GW)
+        v.div = div.step(v.div)
+        v = st(v)
+        # ---- 15: the gradient's product summed, low half
+        assert div.done
+        v.q = div.quotient(v.div)
+        del v.div
+        hg = GW // 2
+        v.g_lo, v.g_hi = split_lo(v.g, hg)
+        del v.g
+        v = st(v)
+        # ---- 16: the gradient, saturated; which rule; the HAI counter
+        s = v.s
+        g0 = split_hi(v.g_lo, v.g_hi, hg, GW)
+        del v.g_lo, v.g_hi
+        g0 = g0[GSHIFT:].as_signed()
+        g = Mux(g0 > GRAD_MAX, GRAD_MAX, Mux(g0 < -GRAD_MAX, -GRAD_MAX, g0))
+        v.gpos = g > 0
+        v.g = g[:GRAD_FRAC + 4]                                    # used when positive
+        n1 = s.neg + 1
+        v.neg = Mux(v.gpos, 0, Mux(lt(n1, r.hai_thresh), n1, r.hai_thresh))[:8]
+        v = st(v)
+        # ---- 17: beta x (2**16 - q) or beta x g, rows
+        v.hai = ~lt(v.neg, r.hai_thresh)
+        x = Mux(v.high, ONE16 - v.q, v.g)
+        FW_ = FRAC16 + 1 + GRAD_FRAC + 5
+        v.bx = red(mul_rows(x, r.beta, FW_), FW_, 3)
+        del v.q, v.g
+        v = st(v)
+        # ---- 18
+        v.bx = red(v.bx, FW_)
+        v.inc = Mux(v.hai & ~v.low, v.dn, r.delta)     # HAI in the gradient region only
+        del v.dn
+        v = st(v)
+        # ---- 19: the factor 2**16 - (beta x >> 16); rate + increase
+        s = v.s
+        p = reduce_rows(v.bx, FW_)[FRAC16:]
+        del v.bx
+        f = (ONE16 - fit(p, FW_ - FRAC16 + 1)).as_signed()
+        v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()
+        v.rinc = s.rate + v.inc
+        del v.inc
+        v = st(v)
+        # ---- 20: rate x factor rows
+        s = v.s
+        MW = RW + FW_ - FRAC16 + 3
+        v.rf = red(mul_rows(v.f, s.rate, MW), MW, 3)
+        del v.f
+        v = st(v)
+        # ---- 21: rate x factor >> 16 (floor)
+        s = v.s
+        dec = reduce_rows(v.rf, MW)[FRAC16:].as_signed()
+        del v.rf
+        inc_rule = v.low | (~v.high & ~v.gpos)
+        rate = Mux(inc_rule, Mux(v.ok, v.rinc, s.rate), dec)
+        v.x = fit(rate, MW - FRAC16 + 1).as_signed()
+        v.inc_rule = inc_rule
+        v = st(v)
+        # ---- 22: clamp [min_rate, max_rate]; the next state
+        s = v.s
+        x = v.x
+        below = x < r.min_rate
+        lo_val = Mux(lt(r.max_rate, r.min_rate), r.max_rate, r.min_rate)
+        rate = Mux(below, lo_val, Mux(x > r.max_rate, r.max_rate, x[:RW]))
+        n = Signal(self.state_layout, name="tl_next")
+        m.d.comb += n.eq(s)
+        with m.If(v.cmp):
+            m.d.comb += [n.rate.eq(rate), n.prev_rtt.eq(v.rtt), n.rtt_diff.eq(v.rd),
+                         n.neg.eq(v.neg), n.valid.eq(1)]
+        return n
+
+
+@dataclass(frozen=True)
+class TimelyEngineConfig(BlockConfig):
+    """A TIMELY engine top: the engine's sizing and TIMELY's configuration (the registers'
+    reset values); ``pipelined``: the datapath's form."""
+
+    engine: FlowEngineConfig = FlowEngineConfig()
+    timely: TimelyConfig = TimelyConfig()
+    pipelined: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.engine, FlowEngineConfig):
+            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
+        if not isinstance(self.timely, TimelyConfig):
+            raise ConfigError(self, "timely", self.timely, "a TimelyConfig")
+        if self.timely.clk_hz != self.engine.clk_hz:
+            raise ConfigError(self, "timely.clk_hz", self.timely.clk_hz,
+                              f"the engine's clk_hz ({self.engine.clk_hz})")
+        check_bool(self, "pipelined", self.pipelined)
+        TimelyDatapath(self.timely, self.engine.time_width)      # validates the registers
+
+    @classmethod
+    def for_flows(cls, n_flows: int, **timely) -> TimelyEngineConfig:
+        lat = TIMELY_PIPE_LATENCY
+        engine = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=max(16, lat + 4))
+        return cls(engine=engine, timely=TimelyConfig(clk_hz=engine.clk_hz, **timely))
+
+
+def timely_engine(config: TimelyEngineConfig | None = None):
+    """The engine top: :class:`FlowEngine` around a :class:`TimelyDatapath`."""
+    from .flow_engine import FlowEngine
+    cfg = TimelyEngineConfig.for_flows(1024) if config is None else config
+    return FlowEngine(cfg.engine, TimelyDatapath(cfg.timely, cfg.engine.time_width,
+                                                 pipelined=cfg.pipelined))
+
+
+class TimelyDatapathTop(wiring.Component):
+    """:class:`TimelyDatapath` alone between flip-flops, to measure its timing out of context:
+    every input registered, the datapath on the registered values, every output registered."""
+
+    def __init__(self, config: TimelyConfig, time_width: int = 26, pipelined: bool = True):
+        self.dp = dp = TimelyDatapath(config, time_width, pipelined=pipelined)
+        W = time_width
+        super().__init__({
+            "state": In(dp.state_layout), "kind": In(EventKind), "cn": In(dp.cn_layout),
+            "regs": In(dp.regs_layout), "next_state": Out(dp.state_layout),
+            "wake_valid": Out(1), "wake": Out(W), "expired": Out(1), "late": Out(W),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        dp = self.dp
+        ins = {}
+        for name in ("state", "kind", "cn", "regs"):
+            port = getattr(self, name)
+            ins[name] = Signal.like(port, name=f"{name}_r")
+            m.d.sync += ins[name].eq(port)
+        out = dp.build(m, state=ins["state"], kind=ins["kind"], tx_bytes=Const(0, 1),
+                       cn=ins["cn"], t=Const(0, dp.time_width), regs=ins["regs"], pre={},
+                       valid=Const(1))
+        m.d.sync += [self.next_state.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
+                     self.wake.eq(out.wake), self.expired.eq(out.expired),
+                     self.late.eq(out.late)]
+        return m
