@@ -149,13 +149,15 @@ def test_timer_burst(L):
     h.simulate(body)
 
 
-@pytest.mark.parametrize("L", LATENCIES)
-def test_random_traffic_backpressure(L):
-    """Random TX/CN/ctl/register writes with hot flows, idle and back-pressure."""
+@pytest.mark.parametrize("L,il", [(L, 4) for L in LATENCIES] + [(2, 5), (6, 5)],
+                         ids=[f"L{L}" for L in LATENCIES] + ["L2-wheel-L5", "L6-wheel-L5"])
+def test_random_traffic_backpressure(L, il):
+    """Random TX/CN/ctl/register writes with hot flows, idle and back-pressure (also with the
+    wheel's read stage: insert latency 5, reeval L + 7)."""
     rng = random.Random(SEED + L)
     # timers every 40 L cycles per flow: the harness drains when the pipeline is empty, which
     # 16 flows' timers at a 40-cycle period would (almost) never let an 8-stage pipeline be
-    h = make(L, seed=SEED + L, period=40 * L)
+    h = make(L, seed=SEED + L, period=40 * L, wheel_insert_latency=il)
     h.p_valid = {"tx": 0.8, "cn": 0.3, "ctl": 0.1, "csr_w": 0.02}
     h.p_rate_ready, h.p_rd_ready = 0.6, 0.5
     n = 1200

@@ -8,6 +8,7 @@ CC_SEED reproduces a random run (the seed is printed); CC_LONG=1 runs 10**5 rand
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 import random
 
@@ -30,6 +31,9 @@ CFG32 = TimerWheelConfig(slots=256, horizon=128, max_entries=96, flow_bits=4, ge
 # tiny words: many word crossings, wraps every 256 cycles
 CFG4 = TimerWheelConfig(slots=64, horizon=16, max_entries=44, flow_bits=4, gen_bits=2,
                         time_width=8, word_bits=4)
+# the same with the read stage (insert latency 5, three candidate words)
+CFG_L5 = dataclasses.replace(CFG, insert_latency=5)
+CFG4_L5 = dataclasses.replace(CFG4, insert_latency=5)
 
 
 def _seed() -> int:
@@ -110,7 +114,7 @@ def _schedule(plan):
 @pytest.mark.parametrize("kw", [
     {"slots": 100}, {"word_bits": 24}, {"slots": 64, "word_bits": 64},
     {"horizon": 64}, {"max_entries": 65536 - 32768 - 32 + 1}, {"time_width": 17},
-    {"flow_bits": 0}, {"slots": True},
+    {"flow_bits": 0}, {"slots": True}, {"insert_latency": 3}, {"insert_latency": 6},
 ])
 def test_config_rejects(kw):
     with pytest.raises(ConfigError) as e:
@@ -128,9 +132,11 @@ def test_config_capacity_rule():
 
 # -- directed RTL == model runs with independent expectations ----------------------------------
 
-def test_distinct_deadlines_pop_on_time():
+@pytest.mark.parametrize("cfg", [CFG, CFG_L5], ids=["L4", "L5"])
+def test_distinct_deadlines_pop_on_time(cfg):
     """Distinct deadlines >= now + L: every entry pops exactly at its deadline (lateness 0),
     including deadlines exactly L ahead, in the cursor's word, across word boundaries."""
+    L = cfg.latency
     rng = random.Random(1)
     plan, deadlines = {}, {}
     used = set()
@@ -142,18 +148,20 @@ def test_distinct_deadlines_pop_on_time():
         used.add(dl)
         flow = len(plan) % 16
         plan[cyc] = (flow, cyc & 3, dl)
-        deadlines[dl] = (flow, cyc & 3, dl % CFG.slots)
-    r = Run(CFG, 700, _schedule(plan)).run()
+        deadlines[dl] = (flow, cyc & 3, dl % cfg.slots)
+    r = Run(cfg, 700, _schedule(plan)).run()
     assert len(r.pops) == len(plan)
     assert [now for now, *_ in r.pops] == sorted(deadlines)          # each at its deadline
     assert [tuple(p[1:]) for p in r.pops] == [deadlines[d] for d in sorted(deadlines)]
 
 
-@pytest.mark.parametrize("cfg,n,T", [(CFG, 16, 46), (CFG32, 16, 62), (CFG4, 10, 26)],
-                         ids=["B16", "B32", "B4"])
+@pytest.mark.parametrize("cfg,n,T", [(CFG, 16, 46), (CFG32, 16, 62), (CFG4, 10, 26),
+                                     (CFG_L5, 16, 46), (CFG4_L5, 10, 26)],
+                         ids=["B16", "B32", "B4", "B16-L5", "B4-L5"])
 def test_same_deadline_burst_edf(cfg, n, T):
     """n inserts, one per cycle from cycle 10, all with deadline T (two slots before a word
     boundary): slots T .. T+n-1 in insert order; the i-th pops at T + i (i cycles late)."""
+    L = cfg.latency
     assert T % cfg.word_bits == cfg.word_bits - 2 and 10 + n - 1 + L <= T <= 10 + cfg.horizon
     plan = {10 + i: (i, 1, T) for i in range(n)}
     r = Run(cfg, T + 40, _schedule(plan)).run()
@@ -178,13 +186,14 @@ def test_burst_of_all_flows_worst_case():
     assert max(late) == 15
 
 
-def test_parking_beyond_horizon():
+@pytest.mark.parametrize("cfg", [CFG, CFG_L5], ids=["L4", "L5"])
+def test_parking_beyond_horizon(cfg):
     """Deadlines beyond now + H are parked at now + H; same-cycle parks get consecutive
     slots; a deadline in the past goes to now + L."""
-    H = CFG.horizon
+    H, L = cfg.horizon, cfg.latency
     plan = {20: (1, 0, 20 + H + 50), 21: (2, 0, 21 + H + 1), 22: (3, 0, 22 + H),
             23: (4, 0, 5), 24: (5, 0, 24 + L - 1)}
-    r = Run(CFG, 20 + H + 40, _schedule(plan)).run()
+    r = Run(cfg, 20 + H + 40, _schedule(plan)).run()
     got = {f: now for now, f, g, s in r.pops}
     assert got == {1: 20 + H, 2: 21 + H, 3: 22 + H, 4: 23 + L, 5: 24 + L}
 
@@ -354,9 +363,13 @@ def test_search_within_group_and_to_next_group_word_boundary():
     (CFG, None, 1), (CFG4, None, 4),
     # other summary structures (behaviour unchanged): one word per group (the group summary
     # is the whole search), two words per group, one group (no second level)
-    (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 4), (CFG4, 2, 4)],
-    ids=["B16", "B4", "B16-K1", "B16-K2", "B16-K16", "B4-K2"])
+    (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 4), (CFG4, 2, 4),
+    # with the read stage (three candidates; the summary structures that stress them)
+    (CFG_L5, None, 2), (CFG4_L5, None, 4), (CFG_L5, 2, 4), (CFG4_L5, 2, 4)],
+    ids=["B16", "B4", "B16-K1", "B16-K2", "B16-K16", "B4-K2", "B16-L5", "B4-L5", "B16-K2-L5",
+         "B4-K2-L5"])
 def test_random_long_run(cfg, group_words, div):
+    L = cfg.latency
     seed = _seed()
     rng = random.Random(seed)
     cycles = 100_000 if os.environ.get("CC_LONG") == "1" else 20_000

@@ -47,16 +47,17 @@ def pipe_depth(latency: int = 1) -> int:
     return latency + 2
 
 
-def reeval(latency: int = 1) -> int:
+def reeval(latency: int = 1, insert_latency: int = INSERT_LATENCY) -> int:
     """From a re-evaluating pop to the earliest cycle its insert can pop: the pipeline plus the
-    wheel's insert latency (4)."""
-    return pipe_depth(latency) + INSERT_LATENCY
+    wheel's insert latency (4 by default, 5 with the wheel's read stage)."""
+    return pipe_depth(latency) + insert_latency
 
 
-def wheel_margin(latency: int = 1) -> int:
+def wheel_margin(latency: int = 1, insert_latency: int = INSERT_LATENCY) -> int:
     """Inputs are held while wheel occupancy + margin >= max_entries: the inserts in flight (one
-    per pipeline stage, 2 in the wheel) and the occupancy output's one-cycle lag, with room."""
-    return pipe_depth(latency) + 5
+    per pipeline stage, insert_latency - 2 in the wheel) and the occupancy output's one-cycle
+    lag, with room."""
+    return pipe_depth(latency) + 5 + (insert_latency - INSERT_LATENCY)
 
 
 #: the figures of a one-cycle datapath (the toy)
@@ -200,7 +201,8 @@ class FlowEngine(wiring.Component):
 
         L = dp.latency
         WB = pipe_depth(L)          # the write-back stage
-        MARGIN = wheel_margin(L)
+        IL = cfg.wheel_config().insert_latency
+        MARGIN = wheel_margin(L, IL)
 
         def stage(k):
             return (Signal(name=f"s{k}_valid"), Signal(ev_lay, name=f"s{k}_ev"),
@@ -429,7 +431,7 @@ class FlowEngine(wiring.Component):
         # q_dl + REEVAL <= wake fails exactly when 0 <= d < REEVAL (REEVAL < 2**(W-1)), so one
         # subtraction serves both compares.
         wake = s3_wake
-        R = reeval(L)
+        R = reeval(L, IL)
         dists = [Signal(W, name=f"wake_d{i}") for i in range(len(cands))]
         for d, c in zip(dists, cands, strict=True):
             m.d.comb += d.eq(wake - c.q_dl)
@@ -442,7 +444,7 @@ class FlowEngine(wiring.Component):
         # cycle, s3_t + WB): the live entry's recorded pop time is that, so the re-evaluation
         # rule above compares against when it will really pop.  (A WRITE's target, s3_t, is
         # always nearer; a wake may be.)
-        soonest = named_wire(m, "soonest", s3_t + WB + INSERT_LATENCY, width=W)
+        soonest = named_wire(m, "soonest", s3_t + WB + IL, width=W)
         wake_far = named_wire(m, "wake_far", time_le(soonest, wake, W))
         placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
         word_w = Signal(word_lay)
@@ -470,13 +472,20 @@ class FlowEngine(wiring.Component):
         for k in range(WB + 2, LAST + 1):
             m.d.sync += [wv[k].eq(wv[k - 1]), wflow[k].eq(wflow[k - 1]),
                          wword[k].eq(wword[k - 1])]
+        # A READ's response is the word it writes back, but a READ never inserts (it is a CTL
+        # operation other than WRITE, and not a pop: ins = 0, q_cnt and q_valid unchanged), so
+        # its wheel fields are q_in's: the rd FIFO's data does not wait for the insert decision
+        rd_word = Signal(word_lay)
+        m.d.comb += [rd_word.algo.eq(s3_algo), rd_word.en.eq(s3_en),
+                     rd_word.q_valid.eq(q_in.q_valid), rd_word.q_gen.eq(q_in.q_gen),
+                     rd_word.q_dl.eq(q_in.q_dl), rd_word.q_cnt.eq(q_in.q_cnt)]
         new_rate = s3_algo[dp.rate_field]
         rate_out = Signal(lay["rate"])
         rd_out = Signal(lay["rd"])
         m.d.comb += [
             rate_out.flow.eq(s3_ev.flow), rate_out.rate.eq(new_rate),
             rate_fifo.w_data.eq(rate_out), rate_fifo.w_en.eq(s3_valid & (new_rate != s3_old_rate)),
-            rd_out.flow.eq(s3_ev.flow), rd_out.word.eq(word_w),
+            rd_out.flow.eq(s3_ev.flow), rd_out.word.eq(rd_word),
             rd_fifo.w_data.eq(rd_out),
             rd_fifo.w_en.eq(s3_valid & (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.READ)),
         ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..params import BlockConfig, ConfigError, check_int
-from .timer_wheel_config import TimerWheelConfig
+from .timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
 
 __all__ = ["FlowEngineConfig", "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH", "COUNTER_BASE"]
 
@@ -38,7 +38,10 @@ class FlowEngineConfig(BlockConfig):
       issued now, so that depth sustains one event per clock while the consumer takes one
       output per clock; the engine checks it);
     wheel_entries_per_flow: wheel capacity reserved per flow (the wheel's capacity rule
-      ``wheel_slots >= wheel_horizon + n_flows x wheel_entries_per_flow + 32`` is checked).
+      ``wheel_slots >= wheel_horizon + n_flows x wheel_entries_per_flow + 32`` is checked);
+    wheel_insert_latency: the wheel's insert latency, 4 or 5 (5 registers the wheel's bitmap
+      reads before its decision stage: faster, and every re-evaluation one cycle later, see
+      :func:`hw.nic.flow_engine.reeval`).
     """
 
     n_flows: int = 1024
@@ -48,6 +51,7 @@ class FlowEngineConfig(BlockConfig):
     wheel_slots: int = 65536
     out_fifo_depth: int = 16
     wheel_entries_per_flow: int = 2
+    wheel_insert_latency: int = INSERT_LATENCY
 
     def __post_init__(self):
         check_int(self, "n_flows", self.n_flows, 1, 65536)
@@ -74,7 +78,8 @@ class FlowEngineConfig(BlockConfig):
         return TimerWheelConfig(slots=self.wheel_slots, horizon=self.wheel_horizon,
                                 max_entries=self.wheel_entries_per_flow * self.n_flows,
                                 flow_bits=self.flow_width, gen_bits=2,
-                                time_width=self.time_width)
+                                time_width=self.time_width,
+                                insert_latency=self.wheel_insert_latency)
 
     @property
     def flow_width(self) -> int:

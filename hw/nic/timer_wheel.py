@@ -15,28 +15,31 @@ Ports
   ``overflow`` (sticky), ``overflow_count`` (16 bits, saturating).
 
 Latency and throughput: one insert and one pop per cycle; an insert accepted at ``now == n``
-is poppable (``pop.valid``) from ``now == n + 4`` (``INSERT_LATENCY``): insert stage (target),
-search stage (bitmap reads, next non-full words), decision stage (bitmap and slot RAM write),
-pop stage (slot RAM read into the output register).
+is poppable (``pop.valid``) from ``now == n + L`` (``config.insert_latency``, L = 4 by default:
+insert stage (target), search stage (bitmap reads, next non-full words), decision stage (bitmap
+and slot RAM write), pop stage (slot RAM read into the output register); L = 5 adds a read
+stage between the search and the decision that registers the bitmap RAM's outputs).
 
 Structure
 - Slot RAM: S x (flow + gen), written by the decision stage, read by the pop stage.
-- Bitmap RAM: S/B words of B bits, one write port (decision stage) and four read ports (the
-  target word and the next two non-full words for the search stage, the word after the
-  cursor's for the cursor), so the memory is replicated four times in block RAM.
+- Bitmap RAM: S/B words of B bits, one write port (decision stage) and NC + 2 read ports (the
+  target word, the NC candidate words, the cursor's look-ahead; NC = L - 2), so the memory is
+  replicated NC + 2 times in block RAM.
 - Per word, two flip-flops: ``nz`` (the RAM word is valid; 0 means "empty whatever the RAM
   holds", so reset needs no clearing sweep and the cursor empties a word by clearing one bit)
   and ``full`` (all B slots taken), the summary the search stage scans.
 - The summary is two-level: the S/B words form G groups of K words (K = 2**ceil(log2(S/B)/2),
   :func:`summary_group_words`: K = 64, G = 32 at the default 2048 words), each group's ``nz``
   and ``full`` flags one K-bit register, and a G-bit second level "the group has a non-full
-  word" (an OR of each group's K ``~full`` bits).  The search for the next two non-full words
+  word" (an OR of each group's K ``~full`` bits).  The search for the next NC non-full words
   after the target word w0 (in group g0, cyclically, w0 itself last) takes, in this order:
-  the non-full words above w0 in g0 (a first-two priority encoder over K bits), then the
-  first two groups after g0 (cyclically) with a non-full word (a first-two encoder over the
-  G second-level bits), the first two non-full words of the first such group and the first
-  of the second one (a G:1 multiplexer of K-bit group words, encoders over K bits), then the
-  words at or below w0 in g0; the first two of that sequence are the candidates.  Updates
+  the non-full words above w0 in g0 (a first-NC priority encoder over K bits), then the
+  first NC groups after g0 (cyclically) with a non-full word (a first-NC encoder over the G
+  second-level bits; the j-th of them contributes its first NC - j non-full words: a G:1
+  multiplexer of K-bit group words and an encoder over K bits each), then the words at or
+  below w0 in g0; the first NC of that sequence are the candidates.  NC is one more than the
+  decisions that can fill a candidate between the search and the decision (one at L = 4,
+  two at L = 5): the decision takes the first candidate that is still non-full.  Updates
   are one-hot writes into at most two group registers per cycle (the cursor's leave and the
   decision).  The flags themselves stay 2 x S/B flip-flops (with a one-LUT update each),
   but the logic around them is O(G + K) statements of K or G bits, and every encoder node is
@@ -47,17 +50,23 @@ Structure
   into that word sets its bit there and in RAM).  The RAM copy keeps the popped bits until the
   cursor leaves the word (the word is then empty and ``nz`` is cleared), but those bits are at
   times <= now + 1, below every insert's target (>= now + 2), so the search, which only looks
-  at or after its target, reads the RAM copy for the cursor's word too.  The cursor reads the
-  next word every cycle, so it moves one word (B slots) per cycle through empty words.
+  at or after its target, reads the RAM copy for the cursor's word too.  The next two words
+  are registers too (``p1``, ``p2``) and the RAM read issued every cycle returns the third
+  (the one the cursor will need in p2 if it leaves), so no bitmap read feeds the cursor's
+  one-cycle loop; the cursor moves one word (B slots) per cycle through empty words.  Which
+  offsets are due is a prefix mask computed from ``now`` and the cursor's time (registers),
+  and the popped bit is cleared with ``x & (x - 1)`` (a carry chain), so the loop is: the
+  cursor's bits -> "any due bit" and the lowest set bit -> the next bits and the leave.
 
 Hazards, all forwarded (never stalled): the decision stage forwards its own previous write
-(consecutive inserts into one word); pops clear bits only in the cursor's register (no RAM
-write, so pops and inserts never compete for the write port); the search stage's "next
-non-full word" may be filled by the decision one cycle ahead of it, hence the second
-candidate (``nz`` of the two candidates is read in the decision stage, off the search's
-path: see the comment there); the cursor's freshly read word takes the decision stage's
-write of the cycle before.  No insert lands in a word the cursor is leaving (its last slot
-is <= now + 1).
+(consecutive inserts into one word; at L = 5 the read stage forwards the decision made while
+it reads, the decision stage the one made a cycle before); pops clear bits only in the
+cursor's register (no RAM write, so pops and inserts never compete for the write port); the
+search stage's candidates may be filled by the decisions between the search and the decision,
+hence NC candidates (``nz`` of the candidates is read a cycle after the search, off the
+search's path: see the comment there); the cursor's words (its own and the two look-ahead
+registers) take the last decision (``a_*``) where they are used.  No insert lands in a word
+the cursor is leaving (its last slot is <= now + 1).
 """
 
 from __future__ import annotations
@@ -106,32 +115,38 @@ def _first_set(m, bits: list, name: str):
     return nodes[0]
 
 
-def _first_two(m, bits: list, name: str):
-    """(any, index1, two, index2): the lowest and second lowest set bits of ``bits``."""
+def _first_n(m, bits: list, n: int, name: str):
+    """The n lowest set bits of ``bits``: a list of n (ok, index), ok monotone (ok of the
+    k-th implies ok of the (k-1)-th); a balanced tree of :func:`_merge_n`."""
     leaves = _sig(m, Cat(*bits), f"{name}_in")
-    nodes = [(leaves[i], Const(0, 0), Const(0, 1), Const(0, 0)) for i in range(len(bits))]
+    nodes = [[(leaves[i], Const(0, 0))] + [(Const(0, 1), Const(0, 0))] * (n - 1)
+             for i in range(len(bits))]
     level = 0
     while len(nodes) > 1:
         nxt = []
         for i in range(0, len(nodes), 2):
-            lt, rt = nodes[i], nodes[i + 1]
-            # a node: indices gain a bit (0: from the left half, 1: from the right one)
-            lt = (lt[0], Cat(lt[1], Const(0, 1)), lt[2], Cat(lt[3], Const(0, 1)))
-            rt = (rt[0], Cat(rt[1], Const(1, 1)), rt[2], Cat(rt[3], Const(1, 1)))
-            nxt.append(_merge(m, lt, rt, f"{name}_l{level}n{i // 2}"))
+            lt = [(ok, Cat(ix, Const(0, 1))) for ok, ix in nodes[i]]
+            rt = [(ok, Cat(ix, Const(1, 1))) for ok, ix in nodes[i + 1]]
+            nxt.append(_merge_n(m, lt, rt, f"{name}_l{level}n{i // 2}"))
         nodes = nxt
         level += 1
     return nodes[0]
 
 
-def _merge(m, l, r, name):
-    """Two (any, index1, two, index2) candidate sets, ``l`` before ``r`` in the search order:
-    the first two of their concatenation (a node of :func:`_first_two`)."""
-    la, li, l2, lj = l
-    ra, ri, r2, rj = r
-    return (_sig(m, la | ra, f"{name}_any"), _sig(m, Mux(la, li, ri), f"{name}_i1"),
-            _sig(m, l2 | (la & ra) | r2, f"{name}_two"),
-            _sig(m, Mux(l2, lj, Mux(la, ri, rj)), f"{name}_i2"))
+def _merge_n(m, l, r, name):
+    """Two candidate lists (n (ok, index) each, ok monotone), ``l`` before ``r`` in the search
+    order: the first n of their concatenation.  If ``l`` has j < k + 1 candidates, the k-th
+    of the result is ``r``'s (k - j)-th."""
+    out = []
+    for k in range(len(l)):
+        ok, ix = r[k]
+        for j in range(k):
+            ok = Mux(l[j][0], r[k - 1 - j][0], ok)
+            ix = Mux(l[j][0], r[k - 1 - j][1], ix)
+        ok = Mux(l[k][0], 1, ok)
+        ix = Mux(l[k][0], l[k][1], ix)
+        out.append((_sig(m, ok, f"{name}_ok{k}"), _sig(m, ix, f"{name}_i{k}")))
+    return out
 
 
 def _lt(x, c):
@@ -145,10 +160,9 @@ def _gt(x, c):
     return Const(0, 1) if c >= (1 << len(x)) - 1 else Const(1, 1) if c < 0 else x > c
 
 
-def _with_hi(cand, hi):
-    """A candidate set of indices within a group, extended by the group number ``hi``."""
-    a, i1, two, i2 = cand
-    return (a, Cat(i1, hi), two, Cat(i2, hi))
+def _with_hi(cands, hi):
+    """A candidate list of indices within a group, extended by the group number ``hi``."""
+    return [(ok, Cat(ix, hi)) for ok, ix in cands]
 
 
 def _le(a, b, width):
@@ -205,7 +219,10 @@ class TimerWheel(wiring.Component):
         s_wr = slot_ram.write_port()
         s_rd = slot_ram.read_port()
         b_wr = bitmap.write_port()
-        b_rd0, b_rd1, b_rd2, b_rdc = (bitmap.read_port() for _ in range(4))
+        NC = c.candidates
+        b_rd0 = bitmap.read_port()
+        b_rde = [bitmap.read_port() for _ in range(NC)]
+        b_rdc = bitmap.read_port()
         # summary, two levels: G groups of K words; per word nz (valid in RAM, else empty)
         # and full (all B slots taken), one K-bit register per group and flag; per group the
         # second level "has a non-full word" (combinational, an OR of K bits)
@@ -221,23 +238,39 @@ class TimerWheel(wiring.Component):
         # -- cursor state ------------------------------------------------------------------
         wbt = Signal(W)             # time of the cursor word's first slot
         cw = wbt[ws:sb]
-        cur_bits = Signal(B)        # the cursor word's bits (when not freshly loaded)
-        loaded = Signal()           # the cursor moved last cycle: bits come from the RAM read
-        nz_cur = Signal()           # nz of the word read for the cursor, sampled with the read
+        cur_bits = Signal(B)        # the cursor word's bits, but the last decision's (a_*)
+        # the next three words, so that no bitmap RAM read feeds the cursor's loop: p1 and p2
+        # are registers holding words cw + 1 and cw + 2 (every decision up to two cycles ago
+        # in them; the last one, a_*, is ORed in where they are used); the RAM read issued
+        # last cycle returns word cw + 3 (r_data, valid if r_nz), taken into p2 when the
+        # cursor leaves its word.  So the cursor moves one word per cycle with the RAM's
+        # output going only into a register.
+        p1 = Signal(B)
+        p2 = Signal(B)
+        nz3 = Signal()              # nz of words cw + 3 and cw + 4, sampled with the read
+        nz4 = Signal()
+        leave_r = Signal()          # the cursor left last cycle (the read was of cw + 3 then)
 
         # decision stage of the previous cycle (forwarding source)
         a_valid = Signal()
         a_word = Signal(wib)
         a_data = Signal(B)
-        a_full = Signal()
+        a_bit = Signal(ws)
+
+        def a_oh(word):
+            """The last decision's bit, if it was in ``word``."""
+            hit = Signal(name="")
+            m.d.comb += hit.eq(a_valid & (a_word == word))
+            return Mux(hit, Const(1, B) << a_bit, 0)
 
         # -- pop stage (cursor) ------------------------------------------------------------
+        cw1 = Signal(wib, name="")
+        cw2 = Signal(wib, name="")
+        cw3 = Signal(wib, name="")
+        cw4 = Signal(wib, name="")
+        m.d.comb += [cw1.eq(cw + 1), cw2.eq(cw + 2), cw3.eq(cw + 3), cw4.eq(cw + 4)]
         bits_eff = Signal(B)
-        with m.If(loaded):
-            m.d.comb += bits_eff.eq(Mux(a_valid & (a_word == cw), a_data,
-                                        Mux(nz_cur, b_rdc.data, 0)))
-        with m.Else():
-            m.d.comb += bits_eff.eq(cur_bits)
+        m.d.comb += bits_eff.eq(cur_bits | a_oh(cw))
         p_any, p_off = _first_set(m, [bits_eff[i] for i in range(B)], "pop_ffs")
         p_off_s = Signal(ws, name="")
         m.d.comb += p_off_s.eq(p_off)
@@ -245,16 +278,28 @@ class TimerWheel(wiring.Component):
         # compares are unsigned and exact for any lag below 2**W - B
         lag1 = Signal(W, name="")
         m.d.comb += lag1.eq(now + 1 - wbt)
-        due = p_off_s <= lag1
+        # offsets whose time has come (a prefix mask from registers only, off the loop): the
+        # lowest set bit is due iff a set bit is within the mask
+        lag_hi = Signal(name="")
+        m.d.comb += lag_hi.eq(lag1[ws:] != 0)
+        due_mask = Signal(B, name="")
+        m.d.comb += due_mask.eq(Cat(*[lag_hi | (lag1[:ws] >= i) for i in range(B)]))
         advance = ~self.pop.valid | self.pop.ready
+        p_due = Signal(name="")
+        m.d.comb += p_due.eq((bits_eff & due_mask) != 0)
         issue = Signal()
-        m.d.comb += issue.eq(p_any & due & advance)
+        m.d.comb += issue.eq(p_due & advance)
         pop_slot_next = Signal(sb, name="")
         m.d.comb += pop_slot_next.eq(Cat(p_off_s, cw))
+        # bits_eff without its lowest set bit (the one popped): a carry chain, not a decoder
+        low_clr = Signal(B, name="")
+        m.d.comb += low_clr.eq(bits_eff & (bits_eff - 1))
         bits_after = Signal(B, name="")
-        m.d.comb += bits_after.eq(bits_eff & ~Mux(issue, Const(1, B) << p_off_s, 0))
+        m.d.comb += bits_after.eq(Mux(issue, low_clr, bits_eff))
+        lag_end = Signal(name="")
+        m.d.comb += lag_end.eq(lag1 >= B - 1)
         leave = Signal()
-        m.d.comb += leave.eq((bits_after == 0) & (lag1 >= B - 1))
+        m.d.comb += leave.eq(lag_end & ((bits_eff == 0) | (issue & (low_clr == 0))))
 
         pop_slot = Signal(sb)
         m.d.comb += [
@@ -267,11 +312,17 @@ class TimerWheel(wiring.Component):
         with m.If(advance):
             m.d.sync += [self.pop.valid.eq(issue), pop_slot.eq(pop_slot_next)]
 
-        # the cursor reads the word after its own every cycle: if it leaves now, that word is
-        # its word next cycle
-        cw1 = Signal(wib, name="")
-        m.d.comb += [cw1.eq(cw + 1), b_rdc.addr.eq(cw1)]
-        m.d.sync += nz_cur.eq(nz.bit_select(cw1, 1))
+        # the look-ahead words: the read issued now returns word cw + 3 of next cycle's cursor
+        m.d.comb += b_rdc.addr.eq(Mux(leave, cw4, cw3))
+        m.d.sync += [nz3.eq(nz.bit_select(cw3, 1)), nz4.eq(nz.bit_select(cw4, 1)),
+                     leave_r.eq(leave)]
+        r_nz = Signal(name="")
+        m.d.comb += r_nz.eq(Mux(leave_r, nz4, nz3))
+        p1_eff = Signal(B, name="")
+        p2_eff = Signal(B, name="")
+        r_eff = Signal(B, name="")
+        m.d.comb += [p1_eff.eq(p1 | a_oh(cw1)), p2_eff.eq(p2 | a_oh(cw2)),
+                     r_eff.eq(Mux(r_nz, b_rdc.data, 0) | a_oh(cw3))]
 
         # -- insert stage: target ----------------------------------------------------------
         s1_valid = Signal()
@@ -280,7 +331,7 @@ class TimerWheel(wiring.Component):
         s1_target = Signal(W)
         dl = self.ins.payload.deadline
         earliest = Signal(W, name="")
-        m.d.comb += earliest.eq(now + INSERT_LATENCY)
+        m.d.comb += earliest.eq(now + c.insert_latency)
         t0 = Signal(W)
         m.d.comb += t0.eq(Mux(_le(dl, earliest, W), earliest, dl))
         park = Signal(W, name="")
@@ -297,12 +348,12 @@ class TimerWheel(wiring.Component):
             s1_target.eq(Mux(t0_rel <= park_rel, t0, park)),
         ]
 
-        # -- search stage: target word, next two non-full words, room ------------------------
+        # -- search stage: target word, next NC non-full words, room -----------------------
         w0 = s1_target[ws:sb]
-        # the next two non-full words in cyclic order from w0 + 1 (w0 itself last), searched
-        # hierarchically: (a) the words above w0 in its group g0, (x) the first group after
-        # g0 (cyclically) with a non-full word, (y) the second such group (its first non-full
-        # word), (c) the words of g0 at or below w0
+        # the next NC non-full words in cyclic order from w0 + 1 (w0 itself last), searched
+        # hierarchically: (a) the words above w0 in its group g0, then the first NC groups
+        # after g0 (cyclically) with a non-full word (the j-th one contributes its first
+        # NC - j non-full words), then (c) the words of g0 at or below w0
         i0 = w0[:lk]
         fw_arr = Array(fullw)
         if G > 1:
@@ -312,107 +363,184 @@ class TimerWheel(wiring.Component):
         else:
             g0 = Const(0, 0)
             nf0 = ~fullw[0]
-        sa = _with_hi(_first_two(m, [nf0[i] & _lt(i0, i) for i in range(K)], "srch_a"), g0)
-        sc = _with_hi(_first_two(m, [nf0[i] & ~_lt(i0, i) for i in range(K)], "srch_c"), g0)
+        sa = _with_hi(_first_n(m, [nf0[i] & _lt(i0, i) for i in range(K)], NC, "srch_a"), g0)
+        sc = _with_hi(_first_n(m, [nf0[i] & ~_lt(i0, i) for i in range(K)], NC, "srch_c"), g0)
         if G > 1:
-            gh = _first_two(m, [gnf[g] & _lt(g0, g) for g in range(G)], "srch_gh")
-            gl = _first_two(m, [gnf[g] & _gt(g0, g) for g in range(G)], "srch_gl")
-            ga_ok, ga, gb_ok, gb = _merge(m, gh, gl, "srch_g")
-            nfa = Signal(K)
-            nfb = Signal(K)
-            m.d.comb += [nfa.eq(~fw_arr[ga]), nfb.eq(~fw_arr[gb])]
-            xa, xi1, x2, xi2 = _with_hi(_first_two(m, [nfa[i] for i in range(K)], "srch_x"), ga)
-            sx = (ga_ok & xa, xi1, ga_ok & x2, xi2)
-            ya, yi = _first_set(m, [nfb[i] for i in range(K)], "srch_y")
-            sy = (gb_ok & ya, Cat(yi, gb), Const(0, 1), Cat(yi, gb))
-            e1_ok_v, e1_v, e2_ok_v, e2_v = _merge(
-                m, _merge(m, _merge(m, sa, sx, "srch_ax"), sy, "srch_axy"), sc, "srch_e")
+            gh = _first_n(m, [gnf[g] & _lt(g0, g) for g in range(G)], NC, "srch_gh")
+            gl = _first_n(m, [gnf[g] & _gt(g0, g) for g in range(G)], NC, "srch_gl")
+            # every group's first NC non-full words, encoded in parallel with the group-level
+            # search (not after it): the chosen groups' lists are then multiplexed
+            glists = []
+            for g in range(G):
+                lst = _first_n(m, [~fullw[g][i] for i in range(K)], NC, f"srch_grp{g}")
+                glists.append(_sig(m, Cat(*[Cat(ok, ix) for ok, ix in lst]), f"srch_grp{g}"))
+            gl_arr = Array(glists)
+            parts = [sa]
+            for j, (g_ok, g_idx) in enumerate(_merge_n(m, gh, gl, "srch_g")):
+                sel = Signal(NC * (lk + 1), name="")
+                m.d.comb += sel.eq(gl_arr[g_idx])
+                wj = [(g_ok & sel[k * (lk + 1)], Cat(sel[k * (lk + 1) + 1:(k + 1) * (lk + 1)],
+                                                     g_idx)) for k in range(NC - j)]
+                wj += [(Const(0, 1), Const(0, wib))] * j
+                parts.append(wj)
+            parts.append(sc)
+            # a balanced tree of merges (the merge is associative)
+            level = 0
+            while len(parts) > 1:
+                nxt = [_merge_n(m, parts[i], parts[i + 1], f"srch_t{level}n{i // 2}")
+                       for i in range(0, len(parts) - 1, 2)]
+                if len(parts) % 2:
+                    nxt.append(parts[-1])
+                parts = nxt
+                level += 1
+            seq = parts[0]
         else:
-            e1_ok_v, e1_v, e2_ok_v, e2_v = _merge(m, sa, sc, "srch_e")
-        e1 = Signal(wib)
-        e2 = Signal(wib)
-        e1_ok = Signal()
-        e2_ok = Signal()
-        m.d.comb += [e1_ok.eq(e1_ok_v), e1.eq(e1_v), e2_ok.eq(e2_ok_v), e2.eq(e2_v)]
-        m.d.comb += [b_rd0.addr.eq(w0), b_rd1.addr.eq(e1), b_rd2.addr.eq(e2)]
+            seq = _merge_n(m, sa, sc, "srch_e")
+        e_v = [Signal(wib, name=f"e{k + 1}") for k in range(NC)]
+        e_okv = [Signal(name=f"e{k + 1}_ok") for k in range(NC)]
+        for k, (ok, ix) in enumerate(seq):
+            m.d.comb += [e_okv[k].eq(ok), e_v[k].eq(ix)]
+        m.d.comb += b_rd0.addr.eq(w0)
+        for k in range(NC):
+            m.d.comb += b_rde[k].addr.eq(e_v[k])
 
-        s2_valid = Signal()
-        s2_flow = Signal(c.flow_bits)
-        s2_gen = Signal(c.gen_bits)
-        s2_tslot = Signal(sb)
-        s2_w0 = Signal(wib)
-        s2_off = Signal(ws)
-        s2_e1 = Signal(wib)
-        s2_e2 = Signal(wib)
-        s2_e1_ok = Signal()
-        s2_e2_ok = Signal()
-        s2_nz0 = Signal()
-        s2_room = Signal(sb + 1)
         def nz_at(w):
             return nz.bit_select(w, 1)
 
-        m.d.sync += [
-            s2_valid.eq(s1_valid),
-            s2_flow.eq(s1_flow),
-            s2_gen.eq(s1_gen),
-            s2_tslot.eq(s1_target[:sb]),
-            s2_w0.eq(w0),
-            s2_off.eq(s1_target[:ws]),
-            s2_e1.eq(e1),
-            s2_e2.eq(e2),
-            s2_e1_ok.eq(e1_ok),
-            s2_e2_ok.eq(e2_ok),
-            s2_nz0.eq(nz_at(w0)),
-            s2_room.eq(S - (s1_target - wbt)[:sb]),
-        ]
+        def regs_of(prefix, src=None):
+            """The search's results, registered (``src``: the previous stage's registers)."""
+            r = {"valid": Signal(name=f"{prefix}_valid"),
+                 "flow": Signal(c.flow_bits, name=f"{prefix}_flow"),
+                 "gen": Signal(c.gen_bits, name=f"{prefix}_gen"),
+                 "tslot": Signal(sb, name=f"{prefix}_tslot"),
+                 "w0": Signal(wib, name=f"{prefix}_w0"),
+                 "off": Signal(ws, name=f"{prefix}_off"),
+                 "room": Signal(sb + 1, name=f"{prefix}_room"),
+                 "e": [Signal(wib, name=f"{prefix}_e{k + 1}") for k in range(NC)],
+                 "e_ok": [Signal(name=f"{prefix}_e{k + 1}_ok") for k in range(NC)]}
+            if src is None:
+                m.d.sync += [
+                    r["valid"].eq(s1_valid), r["flow"].eq(s1_flow), r["gen"].eq(s1_gen),
+                    r["tslot"].eq(s1_target[:sb]), r["w0"].eq(w0), r["off"].eq(s1_target[:ws]),
+                    r["room"].eq(S - (s1_target - wbt)[:sb]),
+                ]
+                m.d.sync += [x.eq(y) for x, y in zip(r["e"], e_v, strict=True)]
+                m.d.sync += [x.eq(y) for x, y in zip(r["e_ok"], e_okv, strict=True)]
+            else:
+                for key in ("valid", "flow", "gen", "tslot", "w0", "off", "room"):
+                    m.d.sync += r[key].eq(src[key])
+                m.d.sync += [x.eq(y) for x, y in zip(r["e"], src["e"], strict=True)]
+                m.d.sync += [x.eq(y) for x, y in zip(r["e_ok"], src["e_ok"], strict=True)]
+            return r
+
+        s2 = regs_of("s2")
+        s2_nz0 = Signal()
+        m.d.sync += s2_nz0.eq(nz_at(w0))
+
+        def a_fwd(word, other):
+            """``other`` unless the last decision (a_*) wrote ``word``: then its new bits."""
+            hit = Signal(name="")
+            m.d.comb += hit.eq(a_valid & (a_word == word))
+            return Mux(hit, a_data, other)
+
+        # The RAM copy of the cursor's word still has the bits popped from it, but only at
+        # times <= now + 1, below every target (>= now + 2): the search never sees them.
+        # nz of the candidates is read a cycle after the search (off the search's path): the
+        # only changes of nz in between are decisions (their word is forwarded from a_data,
+        # nz unused) and the cursor's leave of its word, which is never w0 (the target's slot
+        # in w0 is after now + 1 until the decision) and is a candidate only when the search
+        # wrapped around the whole window, where any slot found lies beyond the room (an
+        # overflow either way).
+        if NC == 2:
+            # decision stage right after the search: the RAM's outputs feed the decision
+            d = s2
+            c0 = Signal(B)
+            m.d.comb += c0.eq(a_fwd(d["w0"], Mux(s2_nz0, b_rd0.data, 0)))
+            ce = [Signal(B, name=f"ce{k + 1}") for k in range(NC)]
+            for k in range(NC):
+                m.d.comb += ce[k].eq(a_fwd(d["e"][k], Mux(nz_at(d["e"][k]), b_rde[k].data, 0)))
+        else:
+            # read stage: the RAM's outputs go into registers (masked by nz, the decision of
+            # the last cycle forwarded: one LUT between the RAM and the flip-flop); the
+            # decision stage forwards the decision of the cycle before it.  Two decisions
+            # (the read stage's and the decision stage's previous cycle) may fill candidates
+            # the search saw non-full, hence NC = 3.
+            d = regs_of("s3", s2)
+            r0 = Signal(B, name="r0")
+            m.d.sync += r0.eq(a_fwd(s2["w0"], Mux(s2_nz0, b_rd0.data, 0)))
+            re = [Signal(B, name=f"re{k + 1}") for k in range(NC)]
+            for k in range(NC):
+                m.d.sync += re[k].eq(a_fwd(s2["e"][k], Mux(nz_at(s2["e"][k]),
+                                                            b_rde[k].data, 0)))
+            c0 = Signal(B)
+            m.d.comb += c0.eq(a_fwd(d["w0"], r0))
+            ce = [Signal(B, name=f"ce{k + 1}") for k in range(NC)]
+            for k in range(NC):
+                m.d.comb += ce[k].eq(a_fwd(d["e"][k], re[k]))
 
         # -- decision stage ------------------------------------------------------------------
-        def fwd(word, rd, nzbit):
-            return Mux(a_valid & (a_word == word), a_data, Mux(nzbit, rd, 0))
-
-        # the RAM copy of the cursor's word still has the bits popped from it, but only at
-        # times <= now + 1, below every target (>= now + 2): the search never sees them
-        # nz of e1 and e2 is read here, a cycle after the search (off the search's path): the
-        # only changes of nz in between are the last decision (its word is forwarded from
-        # a_data, nz unused) and the cursor's leave of its word, which is never w0 (w0 is at
-        # least a word ahead of the cursor) and is e1/e2 only when the search wrapped around
-        # the whole window, where any slot found lies beyond the room (an overflow either way)
-        c0 = Signal(B)
-        m.d.comb += c0.eq(fwd(s2_w0, b_rd0.data, s2_nz0))
         free0 = Signal(B)
-        m.d.comb += free0.eq(~c0 & (Const(ones, B) << s2_off)[:B])
+        m.d.comb += free0.eq(~c0 & (Const(ones, B) << d["off"])[:B])
         f0_any, f0 = _first_set(m, [free0[i] for i in range(B)], "dec_f0")
-        use2 = Signal()
-        m.d.comb += use2.eq(a_valid & a_full & (a_word == s2_e1))
+        # the first candidate that is still non-full (decisions since the search filled at
+        # most NC - 1 of them)
+        fes = [_first_set(m, [~ce[k][i] for i in range(B)], f"dec_fe{k}") for k in range(NC)]
+        avail = [Signal(name=f"avail{k + 1}") for k in range(NC)]
+        for k in range(NC):
+            m.d.comb += avail[k].eq(d["e_ok"][k] & fes[k][0])
+
+        # "displacement < room", with the subtractions made from registers only (in parallel
+        # with the bitmap reads): a slot found in word w at bit i has displacement
+        # base(w) + i, base(w) = (w * B - target) mod S, so it fits iff i < room - base(w),
+        # clamped to 0 ... B (lim).  base(w) + i never wraps mod S: base(w) >= S - B + 1
+        # only for w = w0 with i below the target's offset, and such an i is found in w0
+        # (f0) or not at all (the same word, the same forwarded bits).
+        def lim(base):
+            diff = Signal(sb + 2, name="")
+            m.d.comb += diff.eq(d["room"] - base)
+            return Mux(diff[sb + 1], 0, Mux(diff >= B, B, diff[:ws + 1]))
+
+        lim0 = Signal(ws + 1, name="")
+        m.d.comb += lim0.eq(lim(Const(0, 1)) + d["off"])   # f0: f0 - off < room
+        lims = [Signal(ws + 1, name=f"lim{k + 1}") for k in range(NC)]
+        for k in range(NC):
+            m.d.comb += lims[k].eq(lim((Cat(Const(0, ws), d["e"][k]) - d["tslot"])[:sb]))
+
         e = Signal(wib)
-        e_ok = Signal()
-        ce = Signal(B)
-        m.d.comb += [
-            e.eq(Mux(use2, s2_e2, s2_e1)),
-            e_ok.eq(Mux(use2, s2_e2_ok, s2_e1_ok)),
-            ce.eq(Mux(use2, fwd(s2_e2, b_rd2.data, nz_at(s2_e2)),
-                      fwd(s2_e1, b_rd1.data, nz_at(s2_e1)))),
-        ]
-        fe_any, fe = _first_set(m, [~ce[i] for i in range(B)], "dec_fe")
+        ce_sel = Signal(B)
+        fe = Signal(ws)
+        fe_fits = Signal()
+        e_found = Signal()
+        # priority: the first available candidate (a chain of Mux from the last one)
+        e_n, ce_n, fe_n, fit_n, ok_n = d["e"][NC - 1], ce[NC - 1], fes[NC - 1][1], \
+            fes[NC - 1][1] < lims[NC - 1], avail[NC - 1]
+        for k in reversed(range(NC - 1)):
+            e_n = Mux(avail[k], d["e"][k], e_n)
+            ce_n = Mux(avail[k], ce[k], ce_n)
+            fe_n = Mux(avail[k], fes[k][1], fe_n)
+            fit_n = Mux(avail[k], fes[k][1] < lims[k], fit_n)
+            ok_n = avail[k] | ok_n
+        m.d.comb += [e.eq(e_n), ce_sel.eq(ce_n), fe.eq(fe_n), fe_fits.eq(fit_n),
+                     e_found.eq(ok_n)]
         d_word = Signal(wib)
         d_bit = Signal(ws)
         d_old = Signal(B)
         found = Signal()
         m.d.comb += [
-            found.eq(f0_any | (e_ok & fe_any)),
-            d_word.eq(Mux(f0_any, s2_w0, e)),
+            found.eq(f0_any | e_found),
+            d_word.eq(Mux(f0_any, d["w0"], e)),
             d_bit.eq(Mux(f0_any, f0, fe)),
-            d_old.eq(Mux(f0_any, c0, ce)),
+            d_old.eq(Mux(f0_any, c0, ce_sel)),
         ]
         d_slot = Signal(sb, name="")
         m.d.comb += d_slot.eq(Cat(d_bit, d_word))
-        d_disp = Signal(sb, name="")
-        m.d.comb += d_disp.eq(d_slot - s2_tslot)
+        fits = Signal(name="")
+        m.d.comb += fits.eq(Mux(f0_any, f0 < lim0, fe_fits))
         commit = Signal()
         ovf = Signal()
         m.d.comb += [
-            commit.eq(s2_valid & found & (d_disp < s2_room)),
-            ovf.eq(s2_valid & ~commit),
+            commit.eq(d["valid"] & found & fits),
+            ovf.eq(d["valid"] & ~commit),
         ]
         d_new = Signal(B, name="")
         m.d.comb += d_new.eq(d_old | (Const(1, B) << d_bit))
@@ -420,19 +548,17 @@ class TimerWheel(wiring.Component):
         m.d.comb += d_full.eq(d_new == ones)
         m.d.comb += [
             b_wr.addr.eq(d_word), b_wr.data.eq(d_new), b_wr.en.eq(commit),
-            s_wr.addr.eq(d_slot), s_wr.data.eq(Cat(s2_flow, s2_gen)), s_wr.en.eq(commit),
+            s_wr.addr.eq(d_slot), s_wr.data.eq(Cat(d["flow"], d["gen"])), s_wr.en.eq(commit),
         ]
         m.d.sync += [a_valid.eq(commit), a_word.eq(d_word), a_data.eq(d_new),
-                     a_full.eq(d_full)]
+                     a_bit.eq(d_bit)]
 
         # -- cursor and summary updates (the cursor's clear first: the decision never writes
         # the word the cursor leaves) ------------------------------------------------------------
-        ins_cw = commit & (d_word == cw)
-        m.d.sync += loaded.eq(leave)
         with m.If(leave):
-            m.d.sync += wbt.eq(wbt + B)
+            m.d.sync += [wbt.eq(wbt + B), cur_bits.eq(p1_eff), p1.eq(p2_eff), p2.eq(r_eff)]
         with m.Else():
-            m.d.sync += cur_bits.eq(bits_after | Mux(ins_cw, Const(1, B) << d_bit, 0))
+            m.d.sync += [cur_bits.eq(bits_after), p1.eq(p1_eff), p2.eq(p2_eff)]
         # summary: the leave clears the cursor's word, the decision sets its word (never the
         # same word); one-hot masks within the group, a group-select compare per group
         clr_oh = Signal(K, name="")
@@ -451,10 +577,16 @@ class TimerWheel(wiring.Component):
             occ.eq(occ + commit - issue),
             self.max_occupancy.eq(umax(self.max_occupancy, occ)),
         ]
-        disp_r = Signal(sb)
+        # the displacement of the last decision, computed the cycle after it from registers
+        # (off the decision's path)
+        r_commit = Signal()
+        r_slot = Signal(sb)
+        r_tslot = Signal(sb)
         ovf_r = Signal()
+        m.d.sync += [r_commit.eq(commit), r_slot.eq(d_slot), r_tslot.eq(d["tslot"])]
+        disp_r = Signal(sb, name="")
+        m.d.comb += disp_r.eq(Mux(r_commit, r_slot - r_tslot, 0))
         m.d.sync += [
-            disp_r.eq(Mux(commit, d_disp, 0)),
             self.max_displacement.eq(umax(self.max_displacement, disp_r)),
             ovf_r.eq(ovf),
         ]

@@ -16,13 +16,17 @@ from dataclasses import dataclass
 
 from ..params import BlockConfig, ConfigError, bits_for, check_int
 
-__all__ = ["TimerWheelConfig", "INSERT_LATENCY"]
+__all__ = ["TimerWheelConfig", "INSERT_LATENCY", "INSERT_LATENCIES"]
 
 #: An entry accepted on ``ins`` in the cycle where ``now == n`` can pop (``pop.valid``) at the
 #: earliest in the cycle where ``now == n + INSERT_LATENCY``: the insert stage, the search
 #: stage, the decision stage (bitmap write) and the pop stage (slot RAM read).  A deadline
-#: nearer than that is placed at ``n + INSERT_LATENCY`` (late by the difference).
+#: nearer than that is placed at ``n + INSERT_LATENCY`` (late by the difference).  This is the
+#: default (``TimerWheelConfig.insert_latency``); 5 adds a stage that registers the bitmap
+#: reads before the decision uses them (see :mod:`hw.nic.timer_wheel`).
 INSERT_LATENCY = 4
+#: The insert latencies the wheel can be built with.
+INSERT_LATENCIES = (4, 5)
 
 
 def _pow2(owner, field, value, lo, hi):
@@ -47,6 +51,10 @@ class TimerWheelConfig(BlockConfig):
       ``W >= log2(S) + 2`` so the window never aliases a wrap-safe compare.
     - ``word_bits`` (B): bits per bitmap word in block RAM (the cursor's catch-up skips one
       word, i.e. B slots, per cycle).
+    - ``insert_latency``: 4 (insert, search, decision, pop stages) or 5 (a stage between the
+      search and the decision registers the bitmap RAM's outputs, so no logic follows a
+      block-RAM read in the wheel; the search then keeps three candidate words instead of
+      two).  An entry inserted at ``now == n`` pops at ``n + insert_latency`` at the earliest.
     """
 
     slots: int = 65536
@@ -56,8 +64,12 @@ class TimerWheelConfig(BlockConfig):
     gen_bits: int = 2
     time_width: int = 26
     word_bits: int = 32
+    insert_latency: int = INSERT_LATENCY
 
     def __post_init__(self):
+        if self.insert_latency not in INSERT_LATENCIES:
+            raise ConfigError(self, "insert_latency", self.insert_latency,
+                              f"one of {INSERT_LATENCIES}")
         _pow2(self, "word_bits", self.word_bits, 4, 64)
         _pow2(self, "slots", self.slots, 2 * self.word_bits, 1 << 24)
         check_int(self, "flow_bits", self.flow_bits, 1, 24)
@@ -100,7 +112,13 @@ class TimerWheelConfig(BlockConfig):
 
     @property
     def latency(self) -> int:
-        return INSERT_LATENCY
+        return self.insert_latency
+
+    @property
+    def candidates(self) -> int:
+        """Non-full words the search stage keeps after the target's word: one more than the
+        decisions that can fill one before the decision stage sees the summary again."""
+        return self.insert_latency - 2
 
     def check_capacity(self, entries: int, what: str = "max_entries") -> int:
         """Raise :class:`ConfigError` unless ``entries`` entries fit the capacity rule."""
@@ -109,6 +127,7 @@ class TimerWheelConfig(BlockConfig):
 
     def bram_bits(self) -> dict:
         """Block-RAM bits: slot RAM (S x (flow + gen)) and the bitmap (S bits, replicated per
-        read port: 4 read ports, see :mod:`hw.nic.timer_wheel`)."""
+        read port: the target word, the candidates and the cursor's look-ahead, see
+        :mod:`hw.nic.timer_wheel`)."""
         return {"slot_ram": self.slots * self.entry_bits, "bitmap": self.slots,
-                "bitmap_copies": 4}
+                "bitmap_copies": self.candidates + 2}

@@ -33,7 +33,6 @@ from hw.nic.flow_engine import (
     wheel_margin,
 )
 from hw.nic.flow_engine_config import COUNTER_BASE, CSR_DATA_WIDTH, FlowEngineConfig
-from hw.nic.timer_wheel_config import INSERT_LATENCY
 
 from .flow_datapath import FlowDatapathModel, time_le_int
 from .timer_wheel import TimerWheelModel
@@ -80,8 +79,10 @@ class FlowEngineModel:
         # stage k holds the write-back action of the event issued k cycles ago (or None)
         #: the datapath's modify cycles (see hw.nic.flow_datapath)
         self.latency = L = getattr(dpm.rtl, "latency", 1)
-        self.reeval = reeval(L)
-        self.margin = wheel_margin(L)
+        #: the wheel's insert latency (4, or 5 with its read stage)
+        self.insert_latency = IL = cfg.wheel_config().insert_latency
+        self.reeval = reeval(L, IL)
+        self.margin = wheel_margin(L, IL)
         self.pipe: deque = deque([None] * pipe_depth(L))
         self.rate_fifo: deque = deque()
         self.rd_fifo: deque = deque()
@@ -261,8 +262,9 @@ class FlowEngineModel:
             target = t if force else wake
             f.q_gen = (f.q_gen + 1) & 3
             f.q_valid = 1
-            # the wheel places it no earlier than INSERT_LATENCY after the insert (write-back)
-            soonest = (t + pipe_depth(self.latency) + INSERT_LATENCY) & mask
+            # the wheel places it no earlier than its insert latency after the insert
+            # (write-back)
+            soonest = (t + pipe_depth(self.latency) + self.insert_latency) & mask
             f.q_dl = target if time_le_int(soonest, target, W) else soonest
             f.q_cnt += 1
             ins = (flow, f.q_gen, target)

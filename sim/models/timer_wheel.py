@@ -3,9 +3,10 @@
 The contract (what the engine may rely on; the RTL matches it on every output, every cycle)
 ------------------------------------------------------------------------------------------
 Notation: S = ``slots``, H = ``horizon``, B = ``word_bits``, W = ``time_width``, L =
-``INSERT_LATENCY`` = 4; all times are W-bit stamps, ``le(a, b)`` is the wrap-safe
-``(b - a) mod 2**W < 2**(W-1)``.  ``now`` is an input: the engine's free-running cycle counter,
-which must be 0 in the first cycle after reset and advance by exactly 1 per cycle.
+``insert_latency`` (4, the default ``INSERT_LATENCY``, or 5); all times are W-bit stamps,
+``le(a, b)`` is the wrap-safe ``(b - a) mod 2**W < 2**(W-1)``.  ``now`` is an input: the
+engine's free-running cycle counter, which must be 0 in the first cycle after reset and
+advance by exactly 1 per cycle.
 
 A slot is one cycle; slot index = time mod S; each slot holds at most one entry {flow, gen}.
 The *cursor* is the bitmap word (B slots) the wheel pops from; ``wbt`` is the time of its first
@@ -26,10 +27,10 @@ Insert rule.  An entry accepted in the cycle where ``now == n`` gets the target
 ``T = min(max(deadline, n + L), P)`` with the park point
 ``P = (n if lag1 <= B else wbt + B - 1) + H`` (i.e. ``n + H`` unless the cursor lags by more
 than a word, then H after the cursor's word: a lagging cursor never lets the window alias);
-the ``max`` is wrap-safe (``le``), the ``min`` compares distances from ``wbt``.  Two cycles
-later (the decision stage) it takes the first free slot at or after T: displacement ``d`` =
-the smallest d >= 0 whose slot ``(T + d) mod S`` is free, given every earlier decision and
-every pop issued before that cycle.
+the ``max`` is wrap-safe (``le``), the ``min`` compares distances from ``wbt``.  L - 2
+cycles later (the decision stage: 2 cycles at L = 4, 3 at L = 5) it takes the first free slot
+at or after T: displacement ``d`` = the smallest d >= 0 whose slot ``(T + d) mod S`` is free,
+given every earlier decision and every pop issued before that cycle.
 If there is none with ``d < room``, ``room = S - ((T - wbt1) mod S)`` (``wbt1``: the cursor one
 cycle after acceptance), the entry is dropped and the overflow counter counts it; the capacity
 rule of :class:`~hw.nic.timer_wheel_config.TimerWheelConfig` makes this unreachable.
@@ -56,7 +57,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from hw.nic.timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
+from hw.nic.timer_wheel_config import TimerWheelConfig
 
 __all__ = ["TimerWheelModel", "TimerWheelOut", "wheel_le", "first_free"]
 
@@ -103,7 +104,9 @@ class TimerWheelModel:
         self.mask = (1 << self.W) - 1
         self.pending: dict[int, tuple[int, int]] = {}     # slot -> (flow, gen)
         self.wbt = 0                     # time of the cursor word's first slot
+        self.L = cfg.insert_latency
         self.s1 = None                   # (flow, gen, target): search stage
+        self.s_read = None               # (flow, gen, target, room): read stage (L = 5)
         self.s2 = None                   # (flow, gen, target, room): decision stage
         self.pop_valid = False
         self.pop = (0, 0, 0)
@@ -129,7 +132,7 @@ class TimerWheelModel:
     def target(self, deadline: int, now: int) -> int:
         """The target of an insert accepted now (before parking and displacement rules)."""
         m = self.mask
-        earliest = (now + INSERT_LATENCY) & m
+        earliest = (now + self.L) & m
         t = earliest if self.le(deadline, earliest) else deadline & m
         lag1 = (now + 1 - self.wbt) & m
         park = ((now if lag1 <= self.B else self.wbt + self.B - 1) + self.H) & m
@@ -191,7 +194,12 @@ class TimerWheelModel:
             self.pop_valid = issue
             if issue:
                 self.pop = new_pop
-        self.s1, self.s2 = s1, s2
+        if self.L == 5:
+            # the read stage only delays the decision by a cycle; the room stays the one
+            # measured at the search stage
+            self.s1, self.s_read, self.s2 = s1, s2, self.s_read
+        else:
+            self.s1, self.s2 = s1, s2
         if leave:
             self.wbt = (self.wbt + B) & m
         self.max_occ = max(self.max_occ, self.occ)
