@@ -96,7 +96,8 @@ class FlowEngineTB(TBBase):
         if k == "cn":
             return item[0] | item[1] << self._cn_off
         if k == "ctl":
-            return (item[0] | CtlOp(item[1]).value << self._ctl_op_off | item[2] << self._ctl_field_off
+            return (item[0] | CtlOp(item[1]).value << self._ctl_op_off
+                    | item[2] << self._ctl_field_off
                     | item[3] << self._ctl_value_off)
         return item[0] | item[1] << 8
 

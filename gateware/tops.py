@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hw.nic.cnp_config import CnpGenConfig
+from hw.nic.cnp_notify_config import CnpNotifyConfig
 from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.dcqcn_engine import DcqcnEngineConfig
 from hw.nic.dcqcn_np_config import DcqcnNpConfig
@@ -20,9 +21,11 @@ from hw.nic.ldcp_window_config import LdcpWindowConfig
 from hw.nic.qcn_engine import QcnEngineConfig
 from hw.nic.qcn_rp_config import QcnRpConfig
 from hw.nic.rate_limiter_config import RateLimiterConfig
+from hw.nic.swift_config import SwiftConfig
+from hw.nic.timely_config import TimelyConfig
 from hw.switch.cnm_config import CnmGenConfig
 from hw.switch.hash_table_config import HashTableConfig
-from hw.switch.l3qcn_config import L3qcnCpConfig, L3qcnTorConfig
+from hw.switch.l3qcn_config import L3qcnCpConfig, L3qcnTorConfig, PrivateCnmConfig
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import QcnCpConfig
 
@@ -109,6 +112,24 @@ def _l3qcn_tor(cfg):
     return L3qcnTor(cfg)
 
 
+def _axis(factory):
+    """The block of ``factory`` with AXI-Stream frame ports (hw/lib/axis.py)."""
+    def build(cfg):
+        from hw.lib.axis import AxisWrapper
+        return AxisWrapper(factory(cfg))
+    return build
+
+
+def _private_cnm(cfg):
+    from hw.switch.l3qcn import PrivateCnmGen
+    return PrivateCnmGen(cfg)
+
+
+def _cnp_notify(cfg):
+    from hw.nic.cnp_notify import CnpNotify
+    return CnpNotify(cfg)
+
+
 def _marker(cfg):
     from hw.switch.marker import EgressMarker
     return EgressMarker(cfg)
@@ -131,6 +152,16 @@ def _pacer(cfg):
     return pacer_engine(cfg)
 
 
+def _ldcp_engine_config():
+    from hw.nic.ldcp_engine import LdcpEngineConfig
+    return LdcpEngineConfig(engine=FlowEngineConfig(n_flows=1024, out_fifo_depth=30))
+
+
+def _ldcp_engine(cfg):
+    from hw.nic.ldcp_engine import ldcp_engine
+    return ldcp_engine(cfg)
+
+
 def _dcqcn_engine(cfg):
     from hw.nic.dcqcn_engine import dcqcn_engine
     return dcqcn_engine(cfg)
@@ -139,6 +170,16 @@ def _dcqcn_engine(cfg):
 def _dcqcn_datapath_pipe(cfg):
     from hw.nic.dcqcn_engine import DcqcnDatapathTop
     return DcqcnDatapathTop(cfg.rp, cfg.engine.time_width, pipelined=True)
+
+
+def _timely_datapath_pipe(cfg):
+    from hw.nic.timely_engine import TimelyDatapathTop
+    return TimelyDatapathTop(cfg, 26, pipelined=True)
+
+
+def _swift_datapath_pipe(cfg):
+    from hw.nic.swift_engine import SwiftDatapathTop
+    return SwiftDatapathTop(cfg, 26, pipelined=True)
 
 
 def _qcn_engine(cfg):
@@ -238,6 +279,14 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     Top("qcn_datapath_pipe", QcnEngineConfig.for_flows(1024), _qcn_datapath_pipe,
         "QCN engine datapath alone, pipelined (latency 6), registered inputs and outputs",
         default=False),
+    # The TIMELY and Swift datapaths of the multi-flow engine alone between flip-flops
+    # (out-of-context timing; docs/timely.md, docs/swift.md, "Hardware").
+    Top("timely_datapath_pipe", TimelyConfig(), _timely_datapath_pipe,
+        "TIMELY engine datapath alone, pipelined (latency 22), registered inputs and outputs",
+        default=False),
+    Top("swift_datapath_pipe", SwiftConfig(), _swift_datapath_pipe,
+        "Swift engine datapath alone, pipelined (latency 50), registered inputs and outputs",
+        default=False),
     # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
     Top("cnm_gen", CnmGenConfig(), _cnm_gen,
         "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
@@ -252,6 +301,20 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "L3QCN CP, QCN priority: QCN CP + private CNM (UDP 1021, 16 sampled bytes)"),
     Top("l3qcn_tor", L3qcnTorConfig(), _l3qcn_tor,
         "L3QCN ingress ToR: private CNM parser + flow-ID table (1024) + CNM generator"),
+    # AXI-Stream frame ports (s_axis_*/m_axis_*, docs/integration.md "AXI-Stream"); named
+    # exports until their synthesis figures are in docs/synthesis.json.
+    Top("cnp_gen_axis", CnpGenConfig(), _axis(_cnp_gen),
+        "CNP generator, Ethernet + VLAN + IPv4, 64-bit AXI-Stream out", default=False),
+    Top("cnm_gen_axis", CnmGenConfig(), _axis(_cnm_gen),
+        "QCN CNM generator, 64-bit AXI-Stream out", default=False),
+    Top("private_cnm_axis", PrivateCnmConfig(), _axis(_private_cnm),
+        "L3QCN private CNM generator, 64-bit AXI-Stream out", default=False),
+    Top("l3qcn_tor_axis", L3qcnTorConfig(), _axis(_l3qcn_tor),
+        "L3QCN ToR converter, 64-bit AXI-Stream in (private CNM) and out (CNM)", default=False),
+    # The NIC notification path (docs/integration.md): RoCEv2 in -> NP -> QP table -> CNP out.
+    Top("cnp_notify", CnpNotifyConfig(), _cnp_notify,
+        "NIC notification path: RoCEv2 parser, DCQCN NP (8 QPs, 4 us), QP table, CNP "
+        "generator, 64-bit AXI-Stream in and out", default=False),
     # The multi-flow engine with the toy datapath (docs/flow-engine.md).
     Top("flow_engine_toy", FlowEngineConfig(n_flows=1024), _flow_engine_toy,
         "multi-flow engine, 1024 flows, toy datapath (counters, one periodic timer)",
@@ -259,6 +322,11 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     # The multi-flow pacer: the engine with the pacer datapath (docs/pacer.md).
     Top("pacer_1k", _pacer_config(), _pacer,
         "multi-flow pacer, 1024 flows in block RAM, one grant per clock", default=False),
+    # LDCP for many flows: the engine with the PAWA window + sub-1 release datapath
+    # (docs/ldcp-window.md, "Many flows").
+    Top("ldcp_engine_1k", _ldcp_engine_config(), _ldcp_engine,
+        "multi-flow LDCP window engine, 1024 flows, PAWA window and sub-1 release deadlines",
+        default=False),
 ]}
 
 #: the default set: every top but the multi-flow engine tops (see :attr:`Top.default`)

@@ -35,9 +35,10 @@ fast retransmit starts until ``recover`` is acknowledged (RFC 6582 §3.2 step 1)
 halves ``ssthresh`` (once per loss: a repeated timeout of the same packet keeps it, RFC 5681
 §3.1), sets ``cwnd = 1`` and the host goes back to the first unacknowledged packet.
 
-``recovery = "gobackn"`` (a setting; the default is ``newreno``) is the earlier, idealised model: the receiver
-discards out-of-order packets, duplicate ACKs are ignored, only the timeout recovers (go back
-N), and the timeout's ``ssthresh`` is DCTCP's (``dctcp_ssthresh``, Linux before 5.1).
+``recovery = "gobackn"`` (a setting; the default is ``newreno``) is the earlier, idealised
+model: the receiver discards out-of-order packets, duplicate ACKs are ignored, only the
+timeout recovers (go back N), and the timeout's ``ssthresh`` is DCTCP's (``dctcp_ssthresh``,
+Linux before 5.1).
 
 Receiver: the two-state ECE machine of RFC 8257 §3.2: ACKs carry the CE state of the packets they
 cover; when the state changes, the pending delayed ACK leaves at once with the old state, then
