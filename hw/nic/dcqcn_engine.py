@@ -29,15 +29,14 @@ from dataclasses import dataclass
 from dataclasses import fields as dc_fields
 from types import SimpleNamespace
 
-from amaranth.hdl import Const, Module, Mux, Signal, Value, ValueCastable
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data
 
 from ..lib.arith import delayed, named_wire, umax
 from ..params import BlockConfig, ConfigError, check_bool, check_int
 from .dcqcn_config import ALPHA_FRAC, STAGE_BITS, DcqcnRpConfig
 from .dcqcn_rp import RP_CUTS, StagePipe, build_rp_update
-from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
+from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
 
 __all__ = ["DcqcnDatapath", "DcqcnEngineConfig", "flow_state_layout", "register_widths",
@@ -306,42 +305,8 @@ def dcqcn_engine(config: DcqcnEngineConfig | None = None):
                       cfg.register_map())
 
 
-class DcqcnDatapathTop(wiring.Component):
-    """:class:`DcqcnDatapath` alone between flip-flops, to measure its timing out of context:
-    every input (state, event, ``t``, registers, and ``pre`` computed from the ports) is
-    registered, the datapath runs on the registered values, and every :class:`DatapathOut`
-    field is registered to the outputs.  ``pipelined``: the datapath's form."""
+def DcqcnDatapathTop(config: DcqcnRpConfig, time_width: int = 26, pipelined: bool = True):
+    """:class:`DcqcnDatapath` alone between flip-flops (``dcqcn_datapath_pipe``):
+    :class:`DatapathTop` around it."""
+    return DatapathTop(DcqcnDatapath(config, time_width, pipelined=pipelined), time_width)
 
-    def __init__(self, config: DcqcnRpConfig, time_width: int = 26, pipelined: bool = True):
-        self.dp = dp = DcqcnDatapath(config, time_width, pipelined=pipelined)
-        W = time_width
-        super().__init__({
-            "state": In(dp.state_layout), "kind": In(EventKind), "tx_bytes": In(dp.tx_bytes_width),
-            "cnp": In(1), "t": In(W), "regs": In(dp.regs_layout),
-            "next_state": Out(dp.state_layout), "wake_valid": Out(1), "wake": Out(W),
-            "expired": Out(1), "late": Out(W),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        dp = self.dp
-
-        def reg(value, name):
-            shape = value.shape() if isinstance(value, ValueCastable) else \
-                Value.cast(value).shape()
-            r = Signal(shape, name=name)
-            m.d.sync += r.eq(value)
-            return r
-
-        cn = Signal(dp.cn_layout)
-        m.d.comb += cn.cnp.eq(self.cnp)
-        pre = {k: reg(v, "pre_" + k) for k, v in dp.pre(
-            m, kind=self.kind, tx_bytes=self.tx_bytes, cn=cn, t=self.t, regs=self.regs).items()}
-        cn_r = reg(cn, "cn_r")
-        out = dp.build(m, state=reg(self.state, "state_r"), kind=reg(self.kind, "kind_r"),
-                       tx_bytes=reg(self.tx_bytes, "tx_bytes_r"), cn=cn_r, t=reg(self.t, "t_r"),
-                       regs=reg(self.regs, "regs_r"), pre=pre, valid=Const(1))
-        m.d.sync += [self.next_state.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
-                     self.wake.eq(out.wake), self.expired.eq(out.expired),
-                     self.late.eq(out.late)]
-        return m

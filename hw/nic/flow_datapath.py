@@ -54,11 +54,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amaranth.hdl import Module, Mux, Signal, Value
-from amaranth.lib import data, enum
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import In, Out
 
 from ..lib.arith import delayed, named_wire
 
-__all__ = ["EventKind", "CtlOp", "time_le", "DatapathOut", "FlowDatapath", "ToyDatapath"]
+__all__ = ["EventKind", "CtlOp", "time_le", "DatapathOut", "FlowDatapath", "ToyDatapath",
+           "DatapathTop"]
 
 
 class EventKind(enum.Enum, shape=2):
@@ -208,3 +210,44 @@ class ToyDatapath(FlowDatapath):
                            expired=delayed(m, due, d, "toy_due"),
                            late=delayed(m, (t - s.dl)[:W], d, "toy_late"))
 
+
+
+class DatapathTop(wiring.Component):
+    """A datapath alone between flip-flops, to measure its timing out of context (the
+    ``*_datapath_pipe`` tops of ``gateware/tops.py``): every input (state, event, ``t``,
+    registers, ``valid``, and ``pre`` computed from the ports as the engine does one stage
+    earlier) is registered, the datapath's ``latency``-cycle update runs on the registered
+    values, and every :class:`DatapathOut` field is registered to the outputs.
+
+    Parameters: ``dp``, any :class:`FlowDatapath`; ``time_width``, the engine's time width.
+    Latency: ``dp.latency + 1`` cycles from the ports to the outputs; one event per clock."""
+
+    def __init__(self, dp, time_width: int = 26):
+        self.dp = dp
+        W = time_width
+        super().__init__({
+            "state": In(dp.state_layout), "kind": In(EventKind), "tx_bytes": In(dp.tx_bytes_width),
+            "cn": In(dp.cn_layout), "t": In(W), "regs": In(dp.regs_layout), "valid": In(1),
+            "next_state": Out(dp.state_layout), "wake_valid": Out(1), "wake": Out(W),
+            "expired": Out(1), "late": Out(W),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        dp = self.dp
+        ins = {}
+        for name in ("state", "kind", "tx_bytes", "cn", "t", "regs", "valid"):
+            port = getattr(self, name)
+            ins[name] = Signal.like(port, name=f"{name}_r")
+            m.d.sync += ins[name].eq(port)
+        pre = {}
+        for name, value in dp.pre(m, kind=self.kind, tx_bytes=self.tx_bytes, cn=self.cn,
+                                  t=self.t, regs=self.regs).items():
+            pre[name] = Signal.like(value, name=f"pre_{name}")
+            m.d.sync += pre[name].eq(value)
+        kw = {name: ins[name] for name in ("kind", "tx_bytes", "cn", "t", "regs")}
+        out = dp.build(m, state=ins["state"], pre=pre, valid=ins["valid"], **kw)
+        m.d.sync += [self.next_state.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
+                     self.wake.eq(out.wake), self.expired.eq(out.expired),
+                     self.late.eq(out.late)]
+        return m

@@ -19,13 +19,12 @@ from functools import reduce
 from types import SimpleNamespace
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 from ..lib.arith import named_wire, umin
 from ..lib.csa import compress, fit
 from ..params import BlockConfig, ConfigError, check_int
-from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
+from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
 from .qcn_rp_config import MDF_FRAC, STAGE_MAX, QcnRpConfig
 
@@ -396,39 +395,8 @@ def qcn_engine(config: QcnEngineConfig | None = None):
                       cfg.register_map())
 
 
-class QcnDatapathTop(wiring.Component):
-    """:class:`QcnDatapath` alone between flip-flops, to measure its timing out of context
-    (``gateware/tops.py``, ``qcn_datapath_l<L>``): every input (state, event, ``t``,
-    registers, ``valid``, and ``pre`` computed from the ports as the engine does one stage
-    earlier) is registered, the ``latency``-cycle datapath runs on the registered values, and
-    every :class:`DatapathOut` field is registered to the outputs."""
+def QcnDatapathTop(config: QcnRpConfig, time_width: int = 26, latency: int = 1):
+    """:class:`QcnDatapath` alone between flip-flops (``qcn_datapath_pipe``):
+    :class:`DatapathTop` around it."""
+    return DatapathTop(QcnDatapath(config, time_width, latency=latency), time_width)
 
-    def __init__(self, config: QcnRpConfig, time_width: int = 26, latency: int = 1):
-        self.dp = dp = QcnDatapath(config, time_width, latency=latency)
-        W = time_width
-        super().__init__({
-            "state": In(dp.state_layout), "kind": In(EventKind), "tx_bytes": In(dp.tx_bytes_width),
-            "cn": In(dp.cn_layout), "t": In(W), "regs": In(dp.regs_layout), "valid": In(1),
-            "next_state": Out(dp.state_layout), "wake_valid": Out(1), "wake": Out(W),
-            "expired": Out(1), "late": Out(W),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        dp = self.dp
-        ins = {}
-        for name in ("state", "kind", "tx_bytes", "cn", "t", "regs", "valid"):
-            port = getattr(self, name)
-            ins[name] = Signal.like(port, name=f"{name}_r")
-            m.d.sync += ins[name].eq(port)
-        pre = {}
-        for name, value in dp.pre(m, kind=self.kind, tx_bytes=self.tx_bytes, cn=self.cn,
-                                  t=self.t, regs=self.regs).items():
-            pre[name] = Signal.like(value, name=f"pre_{name}")
-            m.d.sync += pre[name].eq(value)
-        kw = {name: ins[name] for name in ("kind", "tx_bytes", "cn", "t", "regs")}
-        out = dp.build(m, state=ins["state"], pre=pre, valid=ins["valid"], **kw)
-        m.d.sync += [self.next_state.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
-                     self.wake.eq(out.wake), self.expired.eq(out.expired),
-                     self.late.eq(out.late)]
-        return m

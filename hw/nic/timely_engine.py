@@ -26,13 +26,12 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 from ..lib.csa import fit
 from ..lib.pipeline import Divider, Stages, lt, mul_rows, reduce_rows, split_hi, split_lo
 from ..params import BlockConfig, ConfigError, check_bool
-from .flow_datapath import DatapathOut, EventKind, FlowDatapath
+from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath
 from .flow_engine_config import FlowEngineConfig
 from .timely_config import (
     APP_FRAC,
@@ -357,31 +356,8 @@ def timely_engine(config: TimelyEngineConfig | None = None):
                                                  pipelined=cfg.pipelined))
 
 
-class TimelyDatapathTop(wiring.Component):
-    """:class:`TimelyDatapath` alone between flip-flops, to measure its timing out of context:
-    every input registered, the datapath on the registered values, every output registered."""
+def TimelyDatapathTop(config: TimelyConfig, time_width: int = 26, pipelined: bool = True):
+    """:class:`TimelyDatapath` alone between flip-flops (``timely_datapath_pipe``):
+    :class:`DatapathTop` around it."""
+    return DatapathTop(TimelyDatapath(config, time_width, pipelined=pipelined), time_width)
 
-    def __init__(self, config: TimelyConfig, time_width: int = 26, pipelined: bool = True):
-        self.dp = dp = TimelyDatapath(config, time_width, pipelined=pipelined)
-        W = time_width
-        super().__init__({
-            "state": In(dp.state_layout), "kind": In(EventKind), "cn": In(dp.cn_layout),
-            "regs": In(dp.regs_layout), "next_state": Out(dp.state_layout),
-            "wake_valid": Out(1), "wake": Out(W), "expired": Out(1), "late": Out(W),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        dp = self.dp
-        ins = {}
-        for name in ("state", "kind", "cn", "regs"):
-            port = getattr(self, name)
-            ins[name] = Signal.like(port, name=f"{name}_r")
-            m.d.sync += ins[name].eq(port)
-        out = dp.build(m, state=ins["state"], kind=ins["kind"], tx_bytes=Const(0, 1),
-                       cn=ins["cn"], t=Const(0, dp.time_width), regs=ins["regs"], pre={},
-                       valid=Const(1))
-        m.d.sync += [self.next_state.eq(out.next_state), self.wake_valid.eq(out.wake_valid),
-                     self.wake.eq(out.wake), self.expired.eq(out.expired),
-                     self.late.eq(out.late)]
-        return m
