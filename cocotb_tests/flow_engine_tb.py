@@ -88,6 +88,9 @@ class FlowEngineTB(TBBase):
         self._ctl_op_off = self.lay["ctl"]["op"].offset
         self._tx_off = self.lay["tx"]["bytes"].offset
         self._cn_off = self.lay["cn"]["cn"].offset
+        # csr_w is {addr, data[32]}: the engine tops' register map (the engine's 8 address bits
+        # and the identification header above them) has 9, the bare engine 8
+        self._csr_data_off = len(self._payload["csr_w"]) - 32
 
     # -- encoding ----------------------------------------------------------------------------
     def _bits(self, k, item) -> int:
@@ -99,7 +102,7 @@ class FlowEngineTB(TBBase):
             return (item[0] | CtlOp(item[1]).value << self._ctl_op_off
                     | item[2] << self._ctl_field_off
                     | item[3] << self._ctl_value_off)
-        return item[0] | item[1] << 8
+        return item[0] | item[1] << self._csr_data_off
 
     def _write(self, sig, value):
         key = id(sig)

@@ -138,8 +138,9 @@ class CnpGenerator(wiring.Component):
         # ``req`` (stable while busy); ``ck_ok`` rises CKSUM_STAGES edges after the request's,
         # and the beat holding the checksum waits for it (in every configuration the ICRC's 16
         # words take longer, so the frame's last beat is never later).
-        ck_ok = Signal()
+        ck_ok = Const(1)                            # (IPv6: no header checksum)
         if cfg.ip_version == 4:
+            ck_ok = Signal()
             hdr = pack_fields(IPV4_HEADER, cnp_header_fields(cfg, regs, req, 0,
                                                              masked=False)[0])
             words = [hdr[16 * k:16 * (k + 1)] for k in range(10)]
@@ -172,15 +173,16 @@ class CnpGenerator(wiring.Component):
         # amaranth.lib.crc, CRC-32 of Ethernet: one 32-bit word (wire byte i in bits [8i, 8i+8))
         # per cycle, word k of the masked ICRC input at crc_idx == k
         m.submodules.icrc = icrc_gen = icrc_processor(32)
-        crc_word = Signal(32)
-        m.d.comb += [icrc_gen.start.eq(req_accept), icrc_gen.valid.eq(busy & ~crc_done),
-                     icrc_gen.data.eq(crc_word)]
+        # the CRC's input word is a register loaded one cycle ahead (driven here, not through an
+        # alias wire); the last index's load is never used (crc_done), hence the Default
+        crc_word = icrc_gen.data
+        m.d.comb += [icrc_gen.start.eq(req_accept), icrc_gen.valid.eq(busy & ~crc_done)]
         with m.If(req_accept):
             m.d.sync += crc_word.eq(0xFFFFFFFF)     # word 0: the first 4 bytes of ones
         with m.Elif(busy & ~crc_done):
             with m.Switch(crc_idx):
                 for k in range(crc_words - 1):
-                    with m.Case(k):
+                    with (m.Case(k) if k < crc_words - 2 else m.Default()):
                         m.d.sync += crc_word.eq(crc_flat[32 * (k + 1):32 * (k + 2)])
         with m.If(busy & ~crc_done):
             m.d.sync += crc_idx.eq(crc_idx + 1)
@@ -207,7 +209,7 @@ class CnpGenerator(wiring.Component):
         out = self.frame.payload
         m.d.comb += [
             self.frame.valid.eq(busy & ((beat < first_icrc_beat) | crc_done)
-                                & ((beat < ck_beat) | ck_ok | (cfg.ip_version != 4))),
+                                & ((beat < ck_beat) | ck_ok)),
             out.keep.eq(Mux(last_beat, tail_keep, (1 << W) - 1)),
             out.last.eq(last_beat),
         ]
