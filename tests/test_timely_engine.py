@@ -150,7 +150,10 @@ def random_vector(rng, dp, regs):
     return state, kind, p, rng.getrandbits(dp.time_width)
 
 
-@pytest.mark.parametrize("cfg", [TimelyConfig(), KAT], ids=["100g", "kat"])
+# (the known-answer configuration's own random run with CC_LONG=1: its rules are covered by the
+# known answers and the boundaries, and every build costs ~10 s of the default suite)
+@pytest.mark.parametrize("cfg", [TimelyConfig(), KAT] if LONG else [TimelyConfig()],
+                         ids=["100g", "kat"] if LONG else ["100g"])
 def test_random_vectors_match_the_model_every_cycle(cfg):
     rng = random.Random(f"{SEED}-{cfg.line_rate_mbps}")
     print(f"seed {SEED}")
