@@ -37,7 +37,7 @@ from ..params import BlockConfig, ConfigError, check_bool, check_int
 from .dcqcn_config import ALPHA_FRAC, STAGE_BITS, DcqcnRpConfig
 from .dcqcn_rp import RP_CUTS, StagePipe, build_rp_update
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath, time_le
-from .flow_engine_config import FlowEngineConfig
+from .flow_engine_config import FlowEngineConfig, check_engine_pair
 
 __all__ = ["DcqcnDatapath", "DcqcnEngineConfig", "flow_state_layout", "register_widths",
            "dcqcn_engine", "state_bits", "timer_outputs", "late_terms", "DcqcnDatapathTop"]
@@ -265,13 +265,7 @@ class DcqcnEngineConfig(BlockConfig):
     pipelined: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.engine, FlowEngineConfig):
-            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
-        if not isinstance(self.rp, DcqcnRpConfig):
-            raise ConfigError(self, "rp", self.rp, "a DcqcnRpConfig")
-        if self.rp.clk_hz != self.engine.clk_hz:
-            raise ConfigError(self, "rp.clk_hz", self.rp.clk_hz,
-                              f"the engine's clk_hz ({self.engine.clk_hz})")
+        check_engine_pair(self, "rp", DcqcnRpConfig)
         check_bool(self, "pipelined", self.pipelined)
         DcqcnDatapath(self.rp, self.engine.time_width)       # validates the widths
 

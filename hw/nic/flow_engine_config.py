@@ -90,3 +90,17 @@ class FlowEngineConfig(BlockConfig):
     def addr_width(self) -> int:
         """Bits of a flow-table address (0 for a single flow)."""
         return (self.n_flows - 1).bit_length()
+
+
+def check_engine_pair(owner, name: str, algo_type: type) -> None:
+    """The checks every engine top's configuration makes of its two parts: ``owner.engine`` a
+    :class:`FlowEngineConfig`, ``owner.<name>`` an ``algo_type`` at the engine's clock (one
+    ConfigError line each)."""
+    engine, algo = owner.engine, getattr(owner, name)
+    if not isinstance(engine, FlowEngineConfig):
+        raise ConfigError(owner, "engine", engine, "a FlowEngineConfig")
+    if not isinstance(algo, algo_type):
+        raise ConfigError(owner, name, algo, f"a {algo_type.__name__}")
+    if algo.clk_hz != engine.clk_hz:
+        raise ConfigError(owner, f"{name}.clk_hz", algo.clk_hz,
+                          f"the engine's clk_hz ({engine.clk_hz})")

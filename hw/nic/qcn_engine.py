@@ -25,7 +25,7 @@ from ..lib.arith import named_wire, umin
 from ..lib.csa import compress, fit
 from ..params import BlockConfig, ConfigError, check_int
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath, time_le
-from .flow_engine_config import FlowEngineConfig
+from .flow_engine_config import FlowEngineConfig, check_engine_pair
 from .qcn_rp_config import MDF_FRAC, STAGE_MAX, QcnRpConfig
 
 __all__ = ["QcnDatapath", "QcnEngineConfig", "qcn_flow_state_layout", "qcn_register_list",
@@ -358,13 +358,7 @@ class QcnEngineConfig(BlockConfig):
     latency: int = QCN_PIPE_LATENCY
 
     def __post_init__(self):
-        if not isinstance(self.engine, FlowEngineConfig):
-            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
-        if not isinstance(self.rp, QcnRpConfig):
-            raise ConfigError(self, "rp", self.rp, "a QcnRpConfig")
-        if self.rp.clk_hz != self.engine.clk_hz:
-            raise ConfigError(self, "rp.clk_hz", self.rp.clk_hz,
-                              f"the engine's clk_hz ({self.engine.clk_hz})")
+        check_engine_pair(self, "rp", QcnRpConfig)
         QcnDatapath(self.rp, self.engine.time_width, latency=self.latency)  # validates
 
     def register_map(self, name: str = "qcn_engine"):

@@ -37,7 +37,7 @@ from ..lib.csa import fit
 from ..lib.pipeline import Divider, Stages, lt, mul_rows, reduce_rows
 from ..params import BlockConfig, ConfigError, check_bool
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath
-from .flow_engine_config import FlowEngineConfig
+from .flow_engine_config import FlowEngineConfig, check_engine_pair
 from .swift_config import (
     CW_BITS,
     CW_FRAC,
@@ -367,13 +367,7 @@ class SwiftEngineConfig(BlockConfig):
     pipelined: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.engine, FlowEngineConfig):
-            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
-        if not isinstance(self.swift, SwiftConfig):
-            raise ConfigError(self, "swift", self.swift, "a SwiftConfig")
-        if self.swift.clk_hz != self.engine.clk_hz:
-            raise ConfigError(self, "swift.clk_hz", self.swift.clk_hz,
-                              f"the engine's clk_hz ({self.engine.clk_hz})")
+        check_engine_pair(self, "swift", SwiftConfig)
         check_bool(self, "pipelined", self.pipelined)
         SwiftDatapath(self.swift, self.engine.time_width)       # validates the registers
 

@@ -32,7 +32,7 @@ from ..lib.csa import fit
 from ..lib.pipeline import Divider, Stages, lt, mul_rows, reduce_rows, split_hi, split_lo
 from ..params import BlockConfig, ConfigError, check_bool
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath
-from .flow_engine_config import FlowEngineConfig
+from .flow_engine_config import FlowEngineConfig, check_engine_pair
 from .timely_config import (
     APP_FRAC,
     DIFF_FRAC,
@@ -331,13 +331,7 @@ class TimelyEngineConfig(BlockConfig):
     pipelined: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.engine, FlowEngineConfig):
-            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
-        if not isinstance(self.timely, TimelyConfig):
-            raise ConfigError(self, "timely", self.timely, "a TimelyConfig")
-        if self.timely.clk_hz != self.engine.clk_hz:
-            raise ConfigError(self, "timely.clk_hz", self.timely.clk_hz,
-                              f"the engine's clk_hz ({self.engine.clk_hz})")
+        check_engine_pair(self, "timely", TimelyConfig)
         check_bool(self, "pipelined", self.pipelined)
         TimelyDatapath(self.timely, self.engine.time_width)      # validates the registers
 
