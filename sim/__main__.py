@@ -5,7 +5,7 @@
     python -m sim list                                   # bundled scenarios
     python -m sim run default [--algo ldcp,dctcp] [--out out] [--duration-us 500] [--seed 2]
         [--tag seed2] [--quiet] [--no-plots] [--seeds 1..5 [--jobs 2]]
-        [--param algo.dctcp.k_kb=30 ...]
+        [--param algo.dctcp.k_kb=30 ...] [--engine rtl]
     python -m sim sweep default --param algo.ldcp.alpha=0.5,1.0 --param topology.senders=8,16 \\
         [--jobs 2]
     python -m sim bench [--senders 100,1000,10000]       # events/s and wall time (not a test)
@@ -95,6 +95,8 @@ def _overrides(args) -> dict:
         out["duration_us"] = config.parse_value(args.duration_us)
     if getattr(args, "seed", None) is not None:
         out["seed"] = args.seed
+    if getattr(args, "engine", None) is not None:
+        out["engine"] = args.engine
     return out
 
 
@@ -535,6 +537,9 @@ def main(argv=None) -> int:
                      "repeatable)")
     run.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
                      help="processes for the replications (default: the CPUs)")
+    run.add_argument("--engine", help="the congestion engines' implementation: golden (the "
+                     "models), fast (LDCP's twin), rtl (the Verilated RTL: dcqcn, qcn); "
+                     "default: the scenario's engine key, else each algorithm's own")
     sweep = sub.add_parser("sweep", help="run a parameter grid across local processes "
                            "or a Dask cluster")
     common(sweep)

@@ -20,8 +20,11 @@ Implementations (an algorithm's :attr:`sim.net.algos.AlgorithmSpec.engines`, key
 * ``"fast"``: :class:`FastLdcpSender` / :class:`FastLdcpReceiver`, LDCP's transaction-level
   twins (:mod:`sim.models.ldcp_transport_fast`), identical results to the cycle models (checked
   by ``tests/test_ldcp_fast.py``) and faster; the default for LDCP;
-* a Verilated RTL engine implements the same protocol (advance to the event's cycle, drive the
-  event, read the outputs) and registers itself under its own name.
+* ``"rtl"``: the Verilated RTL (:mod:`sim.rtl.engines`, built and driven through
+  :mod:`sim.rtl.bridge`): :func:`dcqcn_rp_rtl_engine` (DCQCN, L3QCN hosts),
+  :func:`qcn_rp_rtl_engine`; the same protocol (advance to the event's cycle, drive the
+  event for one edge, read the outputs).  An algorithm without an RTL engine is refused
+  with one line (:func:`check_engine`).
 
 A notification point (DCQCN's receiver NP, L3QCN's switch NP) is :class:`CnpPacer`, on the
 golden :class:`sim.models.dcqcn_np.NpModel`.
@@ -49,7 +52,8 @@ from sim.models.ldcp_transport_fast import FastLdcpReceiverModel, FastLdcpSender
 __all__ = [
     "Engine", "RateEngine", "WindowSenderEngine", "WindowReceiverEngine", "NotificationPoint",
     "GoldenRateEngine", "GoldenLdcpSender", "GoldenLdcpReceiver", "FastLdcpSender",
-    "FastLdcpReceiver", "CnpPacer", "dcqcn_rp_engine", "qcn_rp_engine",
+    "FastLdcpReceiver", "CnpPacer", "dcqcn_rp_engine", "qcn_rp_engine", "dcqcn_rp_rtl_engine",
+    "qcn_rp_rtl_engine", "check_engine",
 ]
 
 
@@ -189,6 +193,32 @@ def dcqcn_rp_engine(cfg) -> GoldenRateEngine:
 def qcn_rp_engine(cfg) -> GoldenRateEngine:
     """The QCN reaction point (:class:`hw.nic.qcn_rp_config.QcnRpConfig`)."""
     return GoldenRateEngine(qcn_model.QcnRpModel(cfg), qcn_model.QcnTx, qcn_model.QcnCnm, "cr")
+
+
+def dcqcn_rp_rtl_engine(cfg):
+    """The DCQCN reaction point's Verilated RTL (:class:`hw.nic.dcqcn_rp.DcqcnRp`)."""
+    # (imported here: Amaranth and Verilator are loaded only when the RTL is used)
+    from sim.rtl.engines import dcqcn_rp_rtl
+    return dcqcn_rp_rtl(cfg)
+
+
+def qcn_rp_rtl_engine(cfg):
+    """The QCN reaction point's Verilated RTL (:class:`hw.nic.qcn_rp.QcnRp`)."""
+    from sim.rtl.engines import qcn_rp_rtl
+    return qcn_rp_rtl(cfg)
+
+
+def check_engine(algorithm: str, engines: dict, kind: str | None) -> None:
+    """Raise :class:`hw.params.ConfigError` (one line) if ``kind`` is set and ``algorithm``
+    (its :attr:`AlgorithmSpec.engines`) has no engine of that kind.  An algorithm without an
+    engine table has only its built-in host model, which counts as ``"golden"``."""
+    from hw.params import ConfigError
+
+    if kind is None or kind in engines or (kind == "golden" and not engines):
+        return
+    have = ", ".join(engines) or "golden (its host model)"
+    raise ConfigError(algorithm, "engine", kind,
+                      f"one of its engines: {have} (no {kind!r} engine for {algorithm} yet)")
 
 
 def _tx_snapshot(self) -> dict:

@@ -15,6 +15,8 @@ Layout of a file (``sim/scenario/README.md`` has the full reference)::
     duration_us = 2000                # any time unit: _ps _ns _us _ms
     sample_us = 5
     algorithms = ["dctcp", "ldcp", "dcqcn", "qcn"]
+    # engine = "rtl"                  # golden | fast | rtl (sim.net.engine_api; default: each
+                                      # algorithm's own)
 
     [topology]                        # kind = dumbbell | chain | leaf_spine, and its parameters
     kind = "dumbbell"
@@ -66,6 +68,7 @@ class RunSettings:
     sample_ps: int = 1_000_000
     algorithms: tuple[str, ...] | None = None       # default: every registered algorithm
     replications: int = 1
+    engine: str | None = None       # congestion engines: golden | fast | rtl (sim.net.engine_api)
 
     def __post_init__(self):
         check_int(self, "seed", self.seed, 0, 2**63 - 1)
@@ -93,6 +96,7 @@ class Scenario:
     raw: dict = field(default_factory=dict, repr=False)    # the file as read (for the echo)
     switches: dict = field(default_factory=dict)           # algorithm -> [switch_for] override
     replications: int = 1                                  # seeds seed .. seed + n - 1
+    engine: str | None = None                              # None: each algorithm's default
 
     def switch_for(self, algorithm: str):
         return self.switches.get(algorithm, self.switch)
@@ -195,6 +199,14 @@ def from_dict(raw: dict, source: str = "<scenario>", base_dir: Path | None = Non
     if not algorithms or len(set(algorithms)) != len(algorithms):
         raise ScenarioError(source, "algorithms", list(algorithms),
                             "needs at least one algorithm, each once")
+    if settings.engine is not None:
+        from sim.net.engine_api import check_engine
+        for name in algorithms:
+            try:
+                check_engine(name, api.ALGORITHMS[name].engines, settings.engine)
+            except ValueError as e:
+                raise ScenarioError(source, "engine", settings.engine,
+                                    f"{name} cannot run it: {e.allowed}") from None
 
     topology = _topology(raw.get("topology", missing()), source)
     switch_raw = raw.get("switch", {})
@@ -208,7 +220,8 @@ def from_dict(raw: dict, source: str = "<scenario>", base_dir: Path | None = Non
                                  base_dir)
     return Scenario(settings.name, settings.description, source, settings.seed,
                     settings.duration_ps, settings.sample_ps, tuple(algorithms), topology,
-                    switch, params, workloads, cdfs, raw, switches, settings.replications)
+                    switch, params, workloads, cdfs, raw, switches, settings.replications,
+                    settings.engine)
 
 
 def _merge(base: dict, over: dict) -> dict:

@@ -35,6 +35,7 @@ def build(scn: Scenario, algorithm: str):
     api = core.api()
     net = api.Network(algorithm=algorithm, params=scn.params[algorithm],
                       switch=scn.switch_for(algorithm), seed=scn.seed, sample_ps=scn.sample_ps)
+    net.engine = getattr(scn, "engine", None)     # (sim.net.engine_api; None: the default)
     topo = scn.topology.build(net, api.topology)
     predicted = scn.topology.groups()
     actual = {name: len(topo.groups.get(name, ())) for name in predicted}

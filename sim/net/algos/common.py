@@ -283,7 +283,10 @@ class _CycleClock:
 
 def engine_for(net, engines: dict, default: str = "golden") -> tuple:
     """The (sender, receiver) engine factories of an algorithm (its ``engines``) for the
-    network's engine kind ``net.engine`` (unset, or a kind the algorithm has no engine of:
-    ``default``)."""
+    network's engine kind ``net.engine`` (unset:
+    ``default``); a kind the algorithm lacks is a ConfigError (:func:`check_engine`)."""
     kind = getattr(net, "engine", None)
+    if kind is not None and kind not in engines:
+        from ..engine_api import check_engine
+        check_engine(net.algorithm.name, engines, kind)
     return engines.get(kind) or engines[default]

@@ -13,7 +13,7 @@ from hw.params import check_bool, check_choice, check_int, check_real
 from hw.switch.marker_config import MarkerConfig
 
 from ..engine import IDLE, PS_PER_NS
-from ..engine_api import CnpPacer, dcqcn_rp_engine
+from ..engine_api import CnpPacer, dcqcn_rp_engine, dcqcn_rp_rtl_engine
 from ..packet import CNP, Packet, control
 from .common import (
     THRESHOLD_MAX,
@@ -106,7 +106,8 @@ RP_KNOBS = ("rpg_time_reset", "rpg_byte_reset", "rpg_threshold", "rpg_ai_rate", 
 
 
 #: engine kind -> (reaction point factory, receiver engine: none, the NP is the host's)
-ENGINES = {"golden": (dcqcn_rp_engine, None)}
+#: ("rtl": the Verilated hw.nic.dcqcn_rp.DcqcnRp, one instance per flow)
+ENGINES = {"golden": (dcqcn_rp_engine, None), "rtl": (dcqcn_rp_rtl_engine, None)}
 
 
 class DcqcnSenderEndpoint(_RateSender):

@@ -11,7 +11,7 @@ from hw.params import ConfigError, check_int
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import SAMPLE_TABLE, QcnCpConfig
 
-from ..engine_api import qcn_rp_engine
+from ..engine_api import qcn_rp_engine, qcn_rp_rtl_engine
 from ..packet import CNM
 from .common import AlgorithmSpec, _InOrderReceiver, _rate_mbps, _RateSender, engine_for
 
@@ -88,7 +88,8 @@ _QCN_RP_FIELDS = {"jitter": "rp_jitter"}
 
 
 #: engine kind -> (reaction point factory, receiver engine: none, the NP is the host's)
-ENGINES = {"golden": (qcn_rp_engine, None)}
+#: ("rtl": the Verilated hw.nic.qcn_rp.QcnRp, one instance per flow)
+ENGINES = {"golden": (qcn_rp_engine, None), "rtl": (qcn_rp_rtl_engine, None)}
 
 
 class QcnSenderEndpoint(_RateSender):

@@ -1,0 +1,119 @@
+"""Differential runs: one scenario with the golden engines and with the Verilated RTL, and
+where the two first diverge.
+
+:func:`run_both` runs the scenario twice (``engine`` ``"golden"``, then ``"rtl"``), recording
+every rate engine's snapshot after each of its inputs (a transmitted packet, a notification).
+:func:`first_divergence` names the first difference: in the engines' logs, the earliest
+``(cycle, flow)`` whose snapshots differ, and the field; else the first field of the two
+:class:`sim.net.network.RunResult` that differs (a flow record, a counter, a series).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from sim.scenario import runner
+
+
+@dataclass
+class Divergence:
+    where: str          # "engine" or the RunResult field
+    flow: int | None
+    cycle: int | None
+    field: str
+    golden: object
+    rtl: object
+
+    def __str__(self) -> str:
+        at = "" if self.flow is None else f"flow {self.flow}, cycle {self.cycle}, "
+        return (f"first divergence ({self.where}): {at}{self.field}: golden {self.golden!r}, "
+                f"rtl {self.rtl!r}")
+
+
+class _Recorder:
+    """A rate engine that logs ``(cycle, flow, input, snapshot after)`` for each input."""
+
+    def __init__(self, engine, log: list, flow: int):
+        self._e, self._log, self._flow = engine, log, flow
+
+    def on_tx(self, cycle: int, nbytes: int) -> None:
+        self._e.on_tx(cycle, nbytes)
+        self._log.append((cycle, self._flow, "tx", self._e.snapshot()))
+
+    def on_notification(self, cycle: int, feedback: int) -> None:
+        self._e.on_notification(cycle, feedback)
+        self._log.append((cycle, self._flow, "notification", self._e.snapshot()))
+
+    def __getattr__(self, name):
+        return getattr(self._e, name)
+
+
+def _recorded(net, log: list) -> None:
+    """Put a :class:`_Recorder` around every sender's rate engine."""
+    for host in net.hosts.values():
+        for fid, sender in host.senders.items():
+            e = getattr(sender, "engine", None)
+            if e is not None and hasattr(e, "on_notification"):
+                sender.engine = _Recorder(e, log, fid)
+
+
+def run_logged(scn, algorithm: str, engine: str, record: bool = True):
+    """``(RunResult, engine log)`` of ``scn`` with the engine kind ``engine``."""
+    from dataclasses import replace
+    net, _, _ = runner.build(replace(scn, engine=engine), algorithm)
+    log: list = []
+    if record:
+        _recorded(net, log)
+    net.run(scn.duration_ps)
+    return net.result(), log
+
+
+def first_divergence(golden, rtl, glog=(), rlog=()) -> Divergence | None:
+    """The first difference between two runs (results and engine logs), or None."""
+    # the engines' logs: per flow in order; the earliest cycle at which any flow differs
+    best = None
+    by_flow: dict = {}
+    for tag, log in (("g", glog), ("r", rlog)):
+        for cycle, fid, kind, snap in log:
+            by_flow.setdefault(fid, {"g": [], "r": []})[tag].append((cycle, kind, snap))
+    for fid, logs in by_flow.items():
+        g, r = logs["g"], logs["r"]
+        for i in range(max(len(g), len(r))):
+            a = g[i] if i < len(g) else None
+            b = r[i] if i < len(r) else None
+            if a == b:
+                continue
+            cycle = min(x[0] for x in (a, b) if x is not None)
+            if a is None or b is None or a[:2] != b[:2]:
+                d = Divergence("engine", fid, cycle, "input", a and a[:2], b and b[:2])
+            else:
+                f = next(k for k in a[2] if a[2][k] != b[2].get(k))
+                d = Divergence("engine", fid, cycle, f"{b[1]} -> {f}", a[2][f], b[2][f])
+            if best is None or (d.cycle, d.flow) < (best.cycle, best.flow):
+                best = d
+            break
+    if best is not None:
+        return best
+    for f in fields(golden):
+        a, b = getattr(golden, f.name), getattr(rtl, f.name)
+        if a == b:
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            for i, (x, y) in enumerate(zip(a, b, strict=False)):
+                if x != y:
+                    return Divergence(f.name, getattr(x, "flow_id", None), None,
+                                      f"{f.name}[{i}]", x, y)
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b), key=str):
+                if a.get(k) != b.get(k):
+                    return Divergence(f.name, None, None, f"{f.name}[{k!r}]", a.get(k),
+                                      b.get(k))
+        return Divergence(f.name, None, None, f.name, a, b)
+    return None
+
+
+def run_both(scn, algorithm: str, record: bool = True):
+    """``(golden RunResult, rtl RunResult, Divergence or None)``."""
+    g, glog = run_logged(scn, algorithm, "golden", record)
+    r, rlog = run_logged(scn, algorithm, "rtl", record)
+    return g, r, first_divergence(g, r, glog, rlog)
