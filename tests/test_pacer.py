@@ -7,7 +7,11 @@
 - Amaranth simulation, RTL against the model every output every cycle (the engine's
   ``Harness``), with expected values derived by hand: all flows due in one slot, a rate change
   while queued, the slowest and fastest intervals, the wheel wrap, back-pressure on the grant
-  stream, random traffic with hot flows.
+  stream, random traffic with hot flows; the burst cap (grant times derived by hand for
+  burst 0, 30, 5 and the maximum); byte mode (a directed run with hand-derived grant times,
+  random traffic mixing byte and packet flows with size reports and burst rewrites).
+- Byte mode, model only: >= 10^5 grants (10^6 with ``CC_PACER_LONG=1`` or ``CC_LONG=1``)
+  against the exact Fraction schedule of the sizes reported, no drift.
 
 ``CC_PACER_LONG=1``: 4 x the model grants and longer RTL runs.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from fractions import Fraction
 from itertools import pairwise
 
 import pytest
@@ -33,7 +38,16 @@ from tests.test_flow_engine import SEED, Harness
 LONG = os.environ.get("CC_PACER_LONG", "0") == "1"
 F = 16
 #: state field numbers (ctl WRITE)
-GRANTS, BACKLOG, ARMED, NEXT, IVAL = range(5)
+GRANTS, BACKLOG, ARMED, NEXT, IVAL, BYTES, WAIT, LAST = range(8)
+#: register addresses
+REG_IVAL_INIT, REG_BURST, REG_BYTES_INIT = range(3)
+#: tx payload: {count (8 bits), size (the rest)}
+COUNT_BITS = 8
+
+
+def report(size: int, count: int = 0) -> int:
+    """A tx payload: ``count`` packets enqueued and the size report ``size`` (bytes)."""
+    return count | size << COUNT_BITS
 
 
 def q(x) -> int:
@@ -81,8 +95,17 @@ def test_config_errors():
         PacerConfig(frac_bits=0)
     with pytest.raises(ConfigError, match="engine"):
         PacerConfig(engine=None)
+    with pytest.raises(ConfigError, match="size_width"):
+        PacerConfig(size_width=17)
     cfg = PacerConfig()
-    assert cfg.state_bits() == 16 + 16 + 1 + 42 + 40
+    with pytest.raises(ConfigError, match="size"):
+        cfg.tx_payload(1, 1 << 14)
+    assert cfg.tx_payload(3, 1500) == 3 | 1500 << 8
+    assert cfg.burst_width == 25 and cfg.burst_max == (1 << 25) - 1
+    # 10 Gb/s at 156.25 MHz: 0.125 cycles per byte, exact; 100 Gb/s: 0.0125 rounded up
+    assert cfg.byte_interval_for(10e9) == q(0.125)
+    assert cfg.byte_interval_for(100e9) == 820
+    assert cfg.state_bits() == 16 + 16 + 1 + 42 + 40 + 1 + 1 + 14
     # 100 Gb/s / 1024 flows, 1 KB packets, 156.25 MHz: 13107.2 cycles, exact in UQ.16
     assert cfg.interval_for(100e9 / 1024, 1024) == q(13107.2) + 1   # rounded up
     assert cfg.interval_for(100e9, 1024) == int(math.ceil(12.8 * 65536))
@@ -413,6 +436,271 @@ def test_random_traffic_hot_flows():
     per = [sum(1 for _, fl, v in h.rates if fl == f and v) for f in range(16)]
     assert per == enq
     assert h.model.counters["expiries"] == sum(enq)
+    assert h.model.wheel.out.overflow_count == 0
+    print(f"seed {SEED}: {h.cycle} cycles, {sum(enq)} grants, late_max "
+          f"{h.model.counters['late_max']}")
+
+
+# -- the burst cap ----------------------------------------------------------------------------
+
+#: (burst, interval, hand-derived offsets of the grants after the first one at c, given the
+#: ideal grid d + k I with d = c - x): see test_burst_cap
+BURST_CASES = [(0, 20.0), (30, 20.0), (5, 20.5), (2047, 20.0)]
+
+
+@pytest.mark.parametrize("burst,ival", BURST_CASES)
+def test_burst_cap(burst, ival):
+    """A flow of 12 packets whose first send time d is written about 100 cycles in the past:
+    its first grant comes at c = (the ARMED WRITE) + 7 (the WRITE's re-evaluation), x = c - d
+    late.  By hand, with the grant's deadline capped to max(deadline, t - burst) (fraction kept)
+    and one grant per 7 cycles per flow at most:
+
+    - burst 0: no catch-up, the grid restarts at c: c, c + 20, c + 40, ...;
+    - burst 30: c (capped: ideal c - 30), c - 10 -> popped at c + 7 (17 late: not capped),
+      c + 10 -> at c + 14 (4 late), then on the grid c + 30, c + 50, ...; late_sum x + 21;
+    - burst 5, I = 20.5, the first send time written as d - 0.5 (ceil: d): capped to ideal
+      c - 5.5 (the deadline's integer part moves to c - 5, its fraction stays):
+      ceil(c - 5.5 + 20.5 k): c + 15, c + 36, c + 56, c + 77, ...;
+    - burst 2047 (the maximum at W = 12: the reset value, no cap): today's catch-up, one
+      grant per 7 cycles until the ideal grid d + 20 k is reached."""
+    h = harness()
+    iv = q(ival)
+    n = 12
+    half = 1 << (F - 1) if burst == 5 else 0       # the ideal first time d - 0.5
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all([5])
+        if burst != (1 << 11) - 1:
+            h.queues["csr_w"].append((REG_BURST, burst))
+        await h.drain(ctx)
+        h.d = h.cycle - 93
+        h.queues["ctl"] += [(5, CtlOp.WRITE, IVAL, iv), (5, CtlOp.WRITE, BACKLOG, n),
+                            (5, CtlOp.WRITE, NEXT, biased(h.d) - half)]
+        await h.run(ctx, 20)                 # their re-evaluations pop (not armed: nothing)
+        h.queues["ctl"].append((5, CtlOp.WRITE, ARMED, 1))
+        await h.run(ctx, 400)
+        h.stats = {k: await h.read_counter(ctx, k) for k in ("late_sum", "late_max",
+                                                             "expiries")}
+    h.simulate(body)
+    g = [c for c, _ in grants_of(h, 5)]
+    c, d = g[0], h.d
+    assert c == h.taken["ctl"][-1] + 7
+    x = c - d
+    assert 90 <= x <= 130, x
+    if burst == 0:
+        expect = [c + 20 * k for k in range(n)]
+    elif burst == 30:
+        expect = [c, c + 7, c + 14] + [c + 30 + 20 * k for k in range(n - 3)]
+    elif burst == 5:
+        expect = [c] + [c + math.ceil(-5.5 + 20.5 * k) for k in range(1, n)]
+        assert expect[1:5] == [c + 15, c + 36, c + 56, c + 77]
+    else:
+        expect = [c]
+        for k in range(1, n):
+            expect.append(max(d + 20 * k, expect[-1] + 7))
+        assert expect[-1] == d + 20 * (n - 1)        # back on the original grid
+    assert g == expect, (burst, x, [a - c for a in g])
+    # the counters measure the lateness before the cap (the pacing error)
+    ideal = {0: [c + 20 * k for k in range(n)], 30: [c - 30 + 20 * k for k in range(n)],
+             5: [c + math.ceil(-5.5 + 20.5 * k) for k in range(n)],
+             2047: [d + 20 * k for k in range(n)]}[burst]
+    ideal[0] = d
+    late = [a - b for a, b in zip(g, ideal, strict=True)]
+    assert h.stats == {"late_sum": sum(late), "late_max": x, "expiries": n}, (h.stats, late)
+    if burst == 30:
+        assert sum(late) == x + 21
+
+
+# -- byte mode -----------------------------------------------------------------------------------
+
+def test_byte_mode_directed():
+    """One flow in byte mode at 0.5 cycles per byte, 6 packets, the NIC reporting each granted
+    packet's size; by hand (t0: the TX that arms it):
+
+    - grant 0 at t0 (armed: at once); report 100 B -> grant 1 at t0 + 50;
+    - report 40 B -> grant 2 at t0 + 70;
+    - report 200 B (t0 + 170 pending), then a CN to 0.25 cycles per byte: the pending charge
+      is rescaled (last x (new - old) = -50) -> grant 3 at t0 + 120;
+    - a report 64 B (16 cycles: t0 + 136) that comes at r > t0 + 136: grant 4 at once (late,
+      the grid kept); report 8 B (t0 + 138, past): grant 5 at once;
+    - report 10 B with nothing left: no credit; a TX of 1 packet later: granted at once."""
+    h = harness()
+    F4 = 4
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all([F4])
+        h.queues["ctl"] += [(F4, CtlOp.WRITE, BYTES, 1), (F4, CtlOp.WRITE, IVAL, q(0.5))]
+        await h.drain(ctx)
+        await h.run(ctx, 20)
+        h.queues["tx"].append((F4, 6))
+        await h.run(ctx, 10)
+        h.queues["tx"].append((F4, report(100)))
+        await h.run(ctx, 50)                               # t0 + 60
+        h.queues["tx"].append((F4, report(40)))
+        await h.run(ctx, 15)                               # t0 + 75
+        h.queues["tx"].append((F4, report(200)))
+        await h.run(ctx, 5)
+        h.queues["cn"].append((F4, q(0.25)))
+        await h.run(ctx, 120)                              # t0 + 200
+        h.queues["tx"].append((F4, report(64)))
+        await h.run(ctx, 10)
+        h.queues["tx"].append((F4, report(8)))
+        await h.run(ctx, 10)
+        h.queues["tx"].append((F4, report(10)))
+        await h.run(ctx, 40)
+        h.queues["tx"].append((F4, 1))
+        await h.run(ctx, 20)
+        h.late_sum = await h.read_counter(ctx, "late_sum")
+    h.simulate(body)
+    g = [c for c, _ in grants_of(h, F4)]
+    tx = h.taken["tx"]
+    t0 = tx[0]
+    assert h.taken["cn"][0] < t0 + 120 - 7 and tx[4] > t0 + 136
+    r4, r5, tx1 = tx[4], tx[5], tx[7]
+    assert g == [t0, t0 + 50, t0 + 70, t0 + 120, r4, r5, tx1], [c - t0 for c in g]
+    assert h.late_sum == (r4 - (t0 + 136)) + (r5 - (t0 + 138))
+    assert h.model.flows[F4].algo["last"] == 10
+
+
+def run_model_bytes(n_flows, grants_wanted, seed):
+    """``n_flows`` flows in byte mode (cycles per byte 0.2 ... 0.5 with odd fractions), kept
+    backlogged by TX refills; the NIC reports each grant's size (64 ... 1500 bytes, drawn at
+    random) on tx as soon as it sees the grant, ahead of the refills.  Returns (model, grant
+    cycles, sizes reported, intervals, first TX cycles)."""
+    rng = random.Random(seed)
+    cfg = PacerConfig(engine=FlowEngineConfig(n_flows=n_flows, time_width=18,
+                                              wheel_horizon=4096, wheel_slots=8192),
+                      ival_int_bits=16, frac_bits=F)
+    m = FlowEngineModel(cfg.engine, PacerDatapathModel(PacerDatapath(cfg)))
+    m.log_issue = False
+    log = GrantLog(m)
+    ivs = [q(rng.uniform(0.2, 0.5)) + rng.randrange(1, 97) for _ in range(n_flows)]
+    ctl = [(f, CtlOp.START, 0, 0) for f in range(n_flows)]
+    ctl += [(f, CtlOp.WRITE, IVAL, iv) for f, iv in enumerate(ivs)]
+    ctl += [(f, CtlOp.WRITE, BYTES, 1) for f in range(n_flows)]
+    reports: list = []
+    refill: list = []
+    sizes: dict[int, list[int]] = {f: [] for f in range(n_flows)}
+    first_tx: dict[int, int] = {}
+    started = False
+    total = 0
+    while total < grants_wanted:
+        c = m.cycle
+        if started and not refill and c % 64 == 0:
+            refill = [(f, 200) for f in range(n_flows) if m.flows[f].algo["backlog"] < 400]
+        tx = reports[0] if reports else refill[0] if refill else None
+        o = m.step(tx=tx, ctl=ctl[0] if ctl else None)
+        if ctl and o.ctl_ready:
+            ctl.pop(0)
+            if not ctl:
+                started = True
+                refill = [(f, 250) for f in range(n_flows)] * 2
+        elif tx is not None and o.tx_ready:
+            (reports if reports else refill).pop(0)
+            first_tx.setdefault(tx[0], c)
+        if o.rate is not None:
+            log.take(c, o.rate)
+            flow = o.rate & log.fmask
+            size = rng.randrange(64, 1501)
+            sizes[flow].append(size)
+            reports.append((flow, report(size)))
+            total += 1
+    # the counters count a grant at its write-back (issue + 3), the log at its output (+ 4):
+    # one more cycle of outputs makes them cover the same grants
+    counters = dict(m.counters)
+    o = m.step()
+    if o.rate is not None:
+        log.take(m.cycle - 1, o.rate)
+    return m, counters, log, sizes, ivs, first_tx
+
+
+def test_model_bytes_no_drift():
+    """Byte mode, model only: every grant k of a flow at ceil(T_k) + late_k, T_0 its first TX,
+    T_{k+1} = T_k + s_k x I (Fraction) with s_k the size the NIC reported for grant k; late_k
+    >= 0, their sum and max equal the engine's counters, most grants on time, and the lateness
+    of the last tenth is that of the first (no drift).  100,000 grants over 64 flows by default,
+    10^6 with CC_PACER_LONG=1 or CC_LONG=1."""
+    want = 1_000_000 if LONG or os.environ.get("CC_LONG", "0") not in ("", "0") else 100_000
+    m, counters, log, sizes, ivs, first_tx = run_model_bytes(64, want, SEED)
+    lates = []
+    for f, iv in enumerate(ivs):
+        g = log.times[f]
+        step = Fraction(iv, 1 << F)
+        ideal = Fraction(first_tx[f])
+        late = []
+        for k, c in enumerate(g):
+            late.append(c - math.ceil(ideal))
+            if k < len(sizes[f]):             # (the grant of the extra cycle has none yet)
+                ideal += sizes[f][k] * step
+        assert min(late) == 0 and late[0] == 0
+        tenth = max(1, len(late) // 10)
+        assert sum(late[-tenth:]) / tenth <= sum(late[:tenth]) / tenth + 1, f
+        lates += late
+    assert len(lates) == counters["expiries"] >= want
+    assert sum(lates) == counters["late_sum"] and max(lates) == counters["late_max"]
+    assert lates.count(0) > 0.5 * len(lates)
+    assert m.wheel.out.overflow_count == 0
+    print(f"seed {SEED}: {len(lates)} grants in {m.cycle} cycles "
+          f"({len(lates) / m.cycle:.3f} per clock), lateness mean "
+          f"{sum(lates) / len(lates):.4f}, max {max(lates)}, on time "
+          f"{lates.count(0) / len(lates):.4%}")
+
+
+def test_random_bytes_and_burst():
+    """Random traffic over 16 flows, half of them in byte mode (the other half packets): TX
+    with packet counts and size reports at random times (a report only counts while its flow
+    waits for one), CNs, READs, random WRITEs of the burst register and back-pressure on rate
+    and rd; every output every cycle equals the model's; then reports and speed-ups until
+    every packet enqueued has been granted exactly once."""
+    rng = random.Random(SEED + 7)
+    h = harness(seed=SEED + 7)
+    h.p_valid = {"tx": 0.6, "cn": 0.3, "ctl": 0.2, "csr_w": 0.05}
+    h.p_rate_ready, h.p_rd_ready = 0.7, 0.5
+    n = 1500 if LONG else 150
+    byte_flows = set(range(0, 16, 2))
+    enq = [0] * 16
+
+    def interval(f):
+        return rng.randrange(q(0.05), q(0.5)) if f in byte_flows else \
+            rng.randrange(7 << F, 120 << F)
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all()
+        for f in byte_flows:
+            h.queues["ctl"] += [(f, CtlOp.WRITE, BYTES, 1), (f, CtlOp.WRITE, IVAL, interval(f))]
+        await h.drain(ctx)
+        hot = 0
+        for i in range(n):
+            if i % 50 == 0:
+                hot = rng.randrange(16)
+            f = hot if rng.random() < 0.5 else rng.randrange(16)
+            k = rng.randrange(0, 4)
+            size = rng.randrange(40, 1600) if rng.random() < 0.6 else 0
+            enq[f] += k
+            h.queues["tx"].append((f, report(size, k)))
+            if rng.random() < 0.15:
+                h.queues["cn"].append((f, interval(f)))
+            if rng.random() < 0.05:
+                h.queues["ctl"].append((rng.randrange(16), CtlOp.READ, 0, 0))
+            if rng.random() < 0.03:
+                h.queues["csr_w"].append((REG_BURST, rng.choice([0, 3, 40, 300, 2047])))
+        await h.drain(ctx)
+        h.queues["csr_w"].append((REG_BURST, 2047))
+        for f in range(16):
+            h.queues["cn"].append((f, q(0.02) if f in byte_flows else q(8)))
+        for _ in range(300):
+            if sum(1 for _, _, v in h.rates if v) == sum(enq) and not h.model.busy():
+                break
+            h.queues["tx"] += [(f, report(64)) for f in byte_flows
+                               if h.model.flows[f].algo["wait"]]
+            await h.run(ctx, 40)
+        await h.read_counter(ctx, "expiries")
+    h.simulate(body)
+    per = [sum(1 for _, fl, v in h.rates if fl == f and v) for f in range(16)]
+    assert per == enq
     assert h.model.wheel.out.overflow_count == 0
     print(f"seed {SEED}: {h.cycle} cycles, {sum(enq)} grants, late_max "
           f"{h.model.counters['late_max']}")

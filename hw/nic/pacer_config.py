@@ -6,7 +6,9 @@ pacer's per-flow fields.  Times are in clock cycles; an inter-packet interval is
 fixed-point number of cycles with ``frac_bits`` fraction bits (UQ ``ival_int_bits``.``frac_bits``).
 The rate -> interval conversion is the writer's (a CSR or the rate engine that feeds the pacer):
 :meth:`PacerConfig.interval_for` is the documented one (rounded up, so a flow never exceeds its
-rate).  docs/pacer.md describes the design.
+rate).  In byte mode (a per-flow bit) the interval is per byte and each packet is charged its
+own size, reported by the NIC: :meth:`PacerConfig.byte_interval_for` converts a rate.
+docs/pacer.md describes the design.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class PacerConfig(BlockConfig):
       2**(W-2) cycles of now for the wrap-safe compares);
     backlog_width: bits of the per-flow backlog (packets waiting; saturating);
     count_width: bits of the packet count of one ``tx`` event (1 ... backlog_width);
-    grant_width: bits of the per-flow grant counter (the ``rate`` output value; 2 ... 32).
+    grant_width: bits of the per-flow grant counter (the ``rate`` output value; 2 ... 32);
+    size_width: bits of a packet size reported on ``tx`` (bytes; 1 ... 16: 14 covers 9000-byte
+      jumbo frames), the factor of the byte-mode charge ``size x ival``.
     """
 
     engine: FlowEngineConfig = FlowEngineConfig()
@@ -47,6 +51,7 @@ class PacerConfig(BlockConfig):
     backlog_width: int = 16
     count_width: int = 8
     grant_width: int = 16
+    size_width: int = 14
 
     def __post_init__(self):
         if not isinstance(self.engine, FlowEngineConfig):
@@ -59,6 +64,7 @@ class PacerConfig(BlockConfig):
         check_int(self, "count_width", self.count_width, 1, self.backlog_width,
                   hi_name="backlog_width")
         check_int(self, "grant_width", self.grant_width, 2, 32)
+        check_int(self, "size_width", self.size_width, 1, 16)
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -78,6 +84,30 @@ class PacerConfig(BlockConfig):
         return min(CSR_DATA_WIDTH, self.ival_width)
 
     @property
+    def burst_width(self) -> int:
+        """Bits of the ``burst`` register (cycles): W - 1, at most 32.  The burst cap compares
+        it with a grant's lateness, which is below 2**(W-1) for a due flow, so the maximum
+        2**(W-1) - 1 never caps (at W <= 33; a wider time caps at 2**32 - 1 cycles)."""
+        return min(CSR_DATA_WIDTH, self.engine.time_width - 1)
+
+    @property
+    def burst_max(self) -> int:
+        """The largest ``burst`` (its reset value): no cap, the pacer's full catch-up."""
+        return (1 << self.burst_width) - 1
+
+    @property
+    def tx_width(self) -> int:
+        """Bits of a ``tx`` payload: ``{count (count_width), size (size_width)}``."""
+        return self.count_width + self.size_width
+
+    def tx_payload(self, count: int = 0, size: int = 0) -> int:
+        """The ``tx`` payload bits: ``count`` packets enqueued, ``size`` the bytes of the
+        packet sent for the flow's last grant (byte mode; 0 = no report)."""
+        check_int(self, "count", count, 0, (1 << self.count_width) - 1)
+        check_int(self, "size", size, 0, (1 << self.size_width) - 1)
+        return count | size << self.count_width
+
+    @property
     def max_interval(self) -> int:
         """The largest interval, in UQ.F units."""
         return (1 << self.ival_width) - 1
@@ -85,7 +115,7 @@ class PacerConfig(BlockConfig):
     def state_bits(self) -> int:
         """Bits of the pacer's per-flow state (the engine adds its own 7 + W)."""
         return (self.grant_width + self.backlog_width + 1 + self.next_width
-                + self.ival_width)
+                + self.ival_width + 2 + self.size_width)
 
     def interval_for(self, rate_bps: float, packet_bytes: int) -> int:
         """The interval (UQ.F cycles) of ``packet_bytes``-byte packets at ``rate_bps``: the
@@ -102,3 +132,10 @@ class PacerConfig(BlockConfig):
             raise ConfigError(self, "rate_bps", rate_bps,
                               f"an interval below 2**{self.ival_int_bits} cycles")
         return units
+
+    def byte_interval_for(self, rate_bps: float) -> int:
+        """The byte-mode interval (UQ.F cycles per byte) of a flow at ``rate_bps``:
+        ``interval_for(rate_bps, 1)``, i.e. ``clk_hz x 8 / rate`` rounded UP to the next 2**-F
+        (relative rate error < 2**-F / interval: 0.12 % at 100 Gb/s with F = 16, 5e-6 with
+        F = 24)."""
+        return self.interval_for(rate_bps, 1)

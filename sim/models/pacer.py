@@ -23,7 +23,8 @@ __all__ = ["PacerDatapathModel", "ideal_time", "ideal_times", "GrantLog"]
 
 
 class PacerDatapathModel(FlowDatapathModel):
-    """The pacer datapath, in ints (state fields: grants, backlog, armed, next, ival)."""
+    """The pacer datapath, in ints (state fields: grants, backlog, armed, next, ival, bytes,
+    wait, last)."""
 
     def __init__(self, rtl: PacerDatapath):
         super().__init__(rtl)
@@ -33,11 +34,14 @@ class PacerDatapathModel(FlowDatapathModel):
         self.bl_max = (1 << cfg.backlog_width) - 1
         self.g_max = (1 << cfg.grant_width) - 1
         self.cn_ival_mask = (1 << cfg.ival_width) - 1
+        self.count_width = cfg.count_width
+        self.size_mask = (1 << cfg.size_width) - 1
         self.fields = [name for name, _ in rtl.state_layout]
 
     def init_state(self, regs):
         state = {name: 0 for name in self.fields}
         state["ival"] = regs["ival_init"]
+        state["bytes"] = regs["bytes_init"]
         return state
 
     def update(self, regs, state, kind, payload, t):
@@ -49,21 +53,40 @@ class PacerDatapathModel(FlowDatapathModel):
         def due_at(nxt):
             return time_le_int(nxt >> F, t, W)
 
-        # 1. the due timer
-        g1 = g2 = False
-        late = 0
-        if s["armed"] and due_at(s["next"]):
-            if s["backlog"]:
-                g1 = True
-                late = (t - (s["next"] >> F)) & wmask
-                s["backlog"] -= 1
+        def grant():
+            """Grant the flow (its deadline s["next"] is due at t): returns the lateness."""
+            late = (t - (s["next"] >> F)) & wmask
+            if late > regs["burst"]:
+                # the burst cap: the deadline moves to t - burst, its fraction kept
+                frac = s["next"] & ((1 << F) - 1)
+                s["next"] = ((((t - regs["burst"]) & wmask) << F) | frac)
+            s["backlog"] -= 1
+            s["grants"] = 1 if s["grants"] == self.g_max else s["grants"] + 1
+            if s["bytes"]:
+                s["wait"] = 1                    # charged when the NIC reports the size
+            else:
                 s["next"] = (s["next"] + s["ival"]) & self.nmask
+            return late
+
+        # 1. the due timer
+        granted = False
+        late = 0
+        if s["armed"] and not s["wait"] and due_at(s["next"]):
+            if s["backlog"]:
+                granted = True
+                late = grant()
             else:
                 s["armed"] = 0
         # 2. the event
         if kind == EventKind.TX:
-            n = payload
-            if s["backlog"] == 0 and n:
+            n, size = payload & ((1 << self.count_width) - 1), \
+                (payload >> self.count_width) & self.size_mask
+            had = s["backlog"]
+            if size and state["wait"] and s["bytes"]:   # the report of the last grant's size
+                nxt = (s["next"] + size * s["ival"]) & self.nmask
+                s["next"] = nxt if (had or not due_at(nxt)) else tb
+                s["wait"], s["last"] = 0, size
+            if had == 0 and n and not s["wait"]:
                 future = s["armed"] and not due_at(s["next"])
                 if not future:
                     s["next"] = tb
@@ -71,20 +94,18 @@ class PacerDatapathModel(FlowDatapathModel):
             s["backlog"] = min(s["backlog"] + n, self.bl_max)
         elif kind == EventKind.CN:
             new = payload & self.cn_ival_mask
-            if s["armed"]:
-                cand = (s["next"] + new - state["ival"]) & self.nmask
+            if s["armed"] and not s["wait"]:
+                old = state["ival"]
+                move = s["last"] * (new - old) if s["bytes"] else new - old
+                cand = (s["next"] + move) & self.nmask
                 s["next"] = cand if not due_at(cand) else tb
             s["ival"] = new
         # 3. a grant caused by the event
-        if not g1 and s["armed"] and s["backlog"] and due_at(s["next"]):
-            g2 = True
-            late = (t - (s["next"] >> F)) & wmask
-            s["backlog"] -= 1
-            s["next"] = (s["next"] + s["ival"]) & self.nmask
-        if g1 or g2:
-            s["grants"] = 1 if s["grants"] == self.g_max else s["grants"] + 1
-        wake = (s["next"] >> F) if s["armed"] else None
-        return ModelOut(s, wake, g1 or g2, late)
+        if not granted and s["armed"] and not s["wait"] and s["backlog"] and due_at(s["next"]):
+            granted = True
+            late = grant()
+        wake = (s["next"] >> F) if s["armed"] and not s["wait"] else None
+        return ModelOut(s, wake, granted, late)
 
 
 # -- the ideal reference ------------------------------------------------------------------------

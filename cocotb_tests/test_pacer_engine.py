@@ -1,0 +1,36 @@
+"""pytest runner: the multi-flow pacer top (``pacer_1k``, 1024 flows) on Verilator through
+cocotb_tests/pacer_tb.py, every grant compared with the model every cycle.
+
+As the DCQCN and QCN engine runners, it builds the top with an 8192-slot timer wheel (4096-cycle
+horizon) instead of the top's 65536 / 32768 to keep the Verilator build short
+(``CC_FULL_WHEEL=1`` builds the top as it is).  Event counts: ``make test`` runs 1,500 input
+events (a smoke run; the Amaranth-simulation tests of tests/test_pacer.py cover the same RTL at
+16 flows every output every cycle); ``CC_LONG=1`` runs 120,000 input events (plus one size
+report per byte-mode grant) over the 1024 flows; ``CC_EVENTS`` overrides both.  ``CC_ENGINE=0``
+skips it with the other engine tops.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cocotb_tests.infra.build import run_cocotb, run_length
+from cocotb_tests.test_flow_engine import algo_build, engine_env
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("CC_ENGINE", "1") in ("", "0"),
+    reason="engine tops on Verilator skipped (CC_ENGINE=0)")
+
+TOP = "pacer_1k"
+MODEL_DP = "sim.models.pacer:PacerDatapathModel"
+LONG_EVENTS = 120_000
+
+
+@pytest.mark.cocotb
+def test_pacer_random_grants():
+    b, extra = algo_build(TOP)
+    run_cocotb(b, "cocotb_tests.pacer_tb", "random_grants",
+               env=engine_env(TOP, MODEL_DP, run_length(1_500, LONG_EVENTS, "CC_EVENTS"), 51,
+                              **extra))
