@@ -1,6 +1,7 @@
 """The multi-flow engine tops on the register layer (hw/nic/engine_regs.py): the register map
 keeps the engine's own addresses (datapath registers from word 0, counters from 0x80) and adds
-the identification header at 0x100; through :class:`EngineRegs` every word reads back as the
+the identification header at 0x100 and the per-flow windows above (tests/test_engine_window.py
+tests those); through :class:`EngineRegs` every word reads back as the
 map's model says, after reset and after writes to every datapath register (applied once the
 engine's pipeline is empty), header writes are ignored, and the map exports to SystemRDL and a
 C header like every other block (tests/test_register_export.py).  ``CC_SEED`` overrides the
@@ -36,6 +37,9 @@ def test_map_layout_is_the_engines():
     """Datapath registers at 0.., counters at COUNTER_BASE, header at 0x100, 2 KB map."""
     from gateware.tops import TOPS
     from hw.nic.flow_engine import COUNTERS
+    # the map's size: the windows' half doubled (DCQCN 16 fields + CTRL = 32 words per flow,
+    # QCN 9 + CTRL = 16; bytes = 2 x flows x words x 4)
+    sizes = {"dcqcn_engine_1k": 2 * 1024 * 32 * 4, "qcn_engine_4k": 2 * 4096 * 16 * 4}
     for top, kind in (("dcqcn_engine_1k", "DCQE"), ("qcn_engine_4k", "QCNE")):
         regmap = TOPS[top].config.register_map(top)
         built = TOPS[top].build()
@@ -46,7 +50,7 @@ def test_map_layout_is_the_engines():
         assert [r.addr for r in regmap.registers[:len(dp_regs)]] == list(range(len(dp_regs)))
         assert [regmap.addr(c.upper()) for c in COUNTERS] == \
             list(range(COUNTER_BASE, COUNTER_BASE + len(COUNTERS)))
-        assert regmap.header_offset == 0x100 and regmap.size_bytes == 2048
+        assert regmap.header_offset == 0x100 and regmap.size_bytes == sizes[top]
         assert regmap.model().read(0x100) == fourcc(kind)
 
 

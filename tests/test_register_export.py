@@ -32,6 +32,10 @@ def _c_program(regmap) -> tuple[str, list[str]]:
         emit(r.name, f"offsetof({name}_t, {r.name})")
     for r in regmap.flow_registers:
         emit(r.name, f"offsetof({name}_t, FLOW[0].{r.name})")
+    # every window register of the last flow and of one in the middle: FLOW(n) offsets
+    for flow in sorted({regmap.flows // 2, regmap.flows - 1}) if regmap.flows else ():
+        for r in regmap.flow_registers:
+            emit(f"{r.name}@{flow}", f"offsetof({name}_t, FLOW[{flow}].{r.name})")
     for r in regmap.registers + regmap.header + regmap.flow_registers:
         prefix = f"{up}__FLOW__{r.name}" if r in regmap.flow_registers else f"{up}__{r.name}"
         for f in r.fields:
@@ -79,6 +83,9 @@ def test_c_header_matches(top, tmp_path):
                          text=True).stdout.split()
     got = dict(zip(keys, map(int, out), strict=True))
     want = regmap.c_layout()
+    for key in [k for k in keys if "@" in k]:
+        reg, flow = key.split("@")
+        want[key] = 4 * regmap.addr(reg, int(flow))
     assert got == {k: want[k] for k in keys}
     assert set(want) == set(keys)
     if regmap.flows:
@@ -125,3 +132,33 @@ def test_block_pages_have_ports_and_register_tables():
         text = (ROOT / "docs" / page).read_text()
         for top in tops:
             assert f"<!-- registers: {top} " in text, f"{page}: no register table of {top}"
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_engine_window_c_header(tmp_path):
+    """The DCQCN engine's per-flow windows in PeakRDL's C header, against hand-derived offsets:
+    16 state fields + CTRL = 17 words, so 32 words (128 bytes) per flow; the windows start at
+    word 0x8000 (byte 0x20000: 1024 x 32 words above the 0x200 words of the header's half);
+    CTRL's command bits 0, 1, 2 and its enable bit 8."""
+    regmap = register_map(TOPS["dcqcn_engine_1k"])
+    paths = export_registers(regmap, tmp_path)
+    name, up = regmap.name, regmap.name.upper()
+    checks = {
+        f"offsetof({name}_t, FLOW[0].RC)": 0x20000,
+        f"offsetof({name}_t, FLOW[1].RC)": 0x20000 + 128,
+        f"offsetof({name}_t, FLOW[1023].CTRL)": 0x20000 + 1023 * 128 + 16 * 4,
+        f"offsetof({name}_t, FLOW[5].D_DL)": 0x20000 + 5 * 128 + 15 * 4,
+        f"sizeof({name}_t)": 0x40000,
+        f"{up}__FLOW__CTRL__START_bm": 1, f"{up}__FLOW__CTRL__STOP_bm": 2,
+        f"{up}__FLOW__CTRL__RESET_bm": 4, f"{up}__FLOW__CTRL__EN_bm": 0x100,
+        f"{up}__FLOWS__FLOWS_reset": 1024 | 5 << 16,
+    }
+    body = "".join(f'    printf("%lu\\n", (unsigned long)({e}));\n' for e in checks)
+    (tmp_path / "win.c").write_text(f'#include "{paths["h"].name}"\n#include <stddef.h>\n'
+                                    f"#include <stdio.h>\nint main(void) {{\n{body}"
+                                    "    return 0;\n}\n")
+    subprocess.run([CC, "-std=c11", "-Wall", "-Werror", "-I", str(tmp_path), "-o",
+                    str(tmp_path / "win"), str(tmp_path / "win.c")], check=True)
+    out = subprocess.run([str(tmp_path / "win")], check=True, capture_output=True,
+                         text=True).stdout.split()
+    assert dict(zip(checks, map(int, out), strict=True)) == checks

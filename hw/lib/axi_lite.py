@@ -20,6 +20,8 @@ __all__ = ["AxiLiteRegs", "OKAY", "SLVERR", "axi_lite_members"]
 
 OKAY, SLVERR = 0b00, 0b10
 _CSR_PORTS = ("csr_w", "csr_raddr", "csr_rdata")
+#: the read handshake of a block whose reads may wait (hw/lib/csr_port.py)
+_WAIT_PORTS = ("csr_rstb", "csr_rack")
 
 
 def axi_lite_members(addr_width: int, data_width: int = 32, prefix: str = "s_axil") -> dict:
@@ -64,23 +66,28 @@ class AxiLiteRegs(wiring.Component):
       multiple of 4, or with byte strobes other than all ones is not performed and answered
       ``SLVERR``.
     * A read returns the block's word and ``OKAY``; an unmapped or unaligned address reads 0
-      with ``SLVERR``.
+      with ``SLVERR``.  With a block that has the read handshake (``csr_rstb`` / ``csr_rack``,
+      :mod:`hw.lib.csr_port`: a multi-flow engine's per-flow windows) ``rvalid`` waits for
+      ``csr_rack``: AXI4-Lite lets a slave hold a read as long as it needs.
     * No ``awprot``/``arprot`` (not used).  One read and one write may be outstanding at once.
 
     Latency and throughput
     ----------------------
-    Read: ``rvalid`` two cycles after the address is taken, one read every three cycles with an
-    always-ready master.  Write: ``bvalid`` the cycle after the block takes the write (one
-    cycle after the address and data when the block is idle).
+    Read: ``rvalid`` two cycles after the address is taken (or the cycle after ``csr_rack``),
+    one read every three cycles with an always-ready master.  Write: ``bvalid`` the cycle
+    after the block takes the write (one cycle after the address and data when the block is
+    idle).
     """
 
     def __init__(self, block: wiring.Component, regmap: RegisterMap | None = None):
         self.block = block
         self.regmap = regmap if regmap is not None else block.config.register_map()
-        members = {n: m for n, m in block.signature.members.items() if n not in _CSR_PORTS}
+        members = {n: m for n, m in block.signature.members.items()
+                   if n not in _CSR_PORTS + _WAIT_PORTS}
         missing = [n for n in _CSR_PORTS if n not in block.signature.members]
         if missing:
             raise TypeError(f"{type(block).__name__} has no register port {missing}")
+        self.waits = "csr_rack" in block.signature.members
         self.addr_width = self.regmap.addr_width + 2
         super().__init__({**members, **axi_lite_members(self.addr_width)})
 
@@ -155,10 +162,14 @@ class AxiLiteRegs(wiring.Component):
         ar_word = s("araddr")[2:]
         m.d.comb += [s("arready").eq(take_r),
                      block.csr_raddr.eq(Mux(take_r, ar_word, r_word))]
+        answered = Const(1)
+        if self.waits:
+            m.d.comb += block.csr_rstb.eq(take_r)
+            answered = block.csr_rack
         with m.If(take_r):
             m.d.sync += [r_word.eq(ar_word), r_wait.eq(1),
                          r_ok.eq(self._decode(ar_word, writes=False) & (s("araddr")[:2] == 0))]
-        with m.If(r_wait):
+        with m.If(r_wait & answered):
             m.d.sync += [r_wait.eq(0), r_valid.eq(1),
                          s("rdata").eq(Mux(r_ok, block.csr_rdata, 0)),
                          s("rresp").eq(Mux(r_ok, OKAY, SLVERR))]

@@ -50,7 +50,7 @@ __all__ = ["Field", "Register", "RegisterMap", "RegisterModel", "CsrBank", "four
 HEADER_REGISTERS = ("ID", "VERSION", "SIZE", "FLOWS")
 _MIN_HEADER_OFFSET = 16
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ACCESS = ("rw", "ro")
+_ACCESS = ("rw", "ro", "wo")
 
 
 def fourcc(code: str) -> int:
@@ -69,9 +69,10 @@ class Field:
     """One field of a register.
 
     ``access``: ``"rw"`` (software writes it; the block reads it, and may also update it, as
-    counters do) or ``"ro"`` (the block drives it; writes are ignored).  ``reset`` is the value
-    after reset (``"rw"`` fields).  ``offset`` (bit) is assigned by :class:`Register` after the
-    previous field when left ``None``.
+    counters do), ``"ro"`` (the block drives it; writes are ignored) or ``"wo"`` (a command:
+    a write hands the value to the block, e.g. bits that start an operation; it reads 0).
+    ``reset`` is the value after reset (``"rw"`` fields).  ``offset`` (bit) is assigned by
+    :class:`Register` after the previous field when left ``None``.
     """
     name: str
     width: int
@@ -143,7 +144,12 @@ class Register:
 
     @property
     def write_mask(self) -> int:
-        return sum(f.mask for f in self.fields if f.access == "rw")
+        return sum(f.mask for f in self.fields if f.access != "ro")
+
+    @property
+    def read_mask(self) -> int:
+        """The bits a read returns (every field but the write-only ones)."""
+        return sum(f.mask for f in self.fields if f.access != "wo")
 
     @property
     def writable(self) -> bool:
@@ -333,6 +339,7 @@ class RegisterMap:
                     word = word_of(r)
                     addr = (f"0x{word:02X}", f"0x{word * bpw:03X}") if i == 0 else ("", "")
                     reset = f"0x{f.reset:X}" if f.access == "rw" or r in self.header else "-"
+                    reset = "-" if f.access == "wo" else reset
                     desc = (f.desc or r.desc).replace("|", "\\|")
                     lines.append(f"| {addr[0]} | {addr[1]} | {r.name if i == 0 else ''}{label} "
                                  f"| {f.name} | {f.bits} | {f.access.upper()} | {reset} "
@@ -363,7 +370,8 @@ class RegisterMap:
                 out.append(f"{pad}    desc = {q(r.desc)};")
             out.append(f"{pad}    regwidth = {self.data_width};")
             for f in r.fields:
-                sw, hw = ("rw", "r") if f.access == "rw" else ("r", "na" if const else "w")
+                sw, hw = {"rw": ("rw", "r"), "wo": ("w", "r")}.get(
+                    f.access, ("r", "na" if const else "w"))
                 props = [f"sw = {sw};", f"hw = {hw};"]
                 if f.desc:
                     props.append(f"desc = {q(f.desc)};")
@@ -451,7 +459,8 @@ class RegisterModel:
         reg, flow = hit
         if reg.name in self.sources:
             return self.sources[reg.name]() & ((1 << reg.width) - 1)
-        return self.values[reg.name] if flow is None else self.flow_values[flow][reg.name]
+        word = self.values[reg.name] if flow is None else self.flow_values[flow][reg.name]
+        return word & reg.read_mask
 
 
 class CsrBank:
@@ -524,6 +533,8 @@ class CsrBank:
                 parts.append(Const(0, f.offset - pos))
             if f.access == "rw":
                 parts.append(self.storage[r.name][f.offset:f.offset + f.width])
+            elif f.access == "wo":
+                parts.append(Const(0, f.width))
             else:
                 v = Value.cast(self.sources.get((r.name, f.name), Const(0, f.width)))
                 parts.append(v[:f.width] if len(v) >= f.width

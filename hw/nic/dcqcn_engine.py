@@ -277,7 +277,7 @@ class DcqcnEngineConfig(BlockConfig):
         return engine_register_map(
             name, DcqcnDatapath(self.rp, self.engine.time_width, pipelined=self.pipelined),
             "DCQE", f"DCQCN reaction point engine, {self.engine.n_flows} flows",
-            RP_REGISTER_DESC)
+            RP_REGISTER_DESC, flows=self.engine.n_flows)
 
     @classmethod
     def for_flows(cls, n_flows: int, **rp) -> DcqcnEngineConfig:

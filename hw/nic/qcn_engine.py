@@ -368,7 +368,8 @@ class QcnEngineConfig(BlockConfig):
         desc = {n.lower(): d for n, _, _, d in QcnRpConfig.REGISTERS}
         return engine_register_map(
             name, QcnDatapath(self.rp, self.engine.time_width, latency=self.latency), "QCNE",
-            f"QCN reaction point engine, {self.engine.n_flows} flows", desc)
+            f"QCN reaction point engine, {self.engine.n_flows} flows", desc,
+            flows=self.engine.n_flows)
 
     @classmethod
     def for_flows(cls, n_flows: int, **rp) -> QcnEngineConfig:
