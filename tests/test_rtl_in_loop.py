@@ -196,9 +196,9 @@ def test_qcn_lfsr_seed_reaches_each_flow(monkeypatch):
 
 def test_engine_key_errors_are_one_line():
     with pytest.raises(ScenarioError) as e:
-        scenario(engine="rtl", algorithms=["ldcp"])
+        scenario(engine="rtl", algorithms=["dctcp"])
     msg = str(e.value)
-    assert "\n" not in msg and "engine" in msg and "ldcp" in msg and "rtl" in msg, msg
+    assert "\n" not in msg and "engine" in msg and "dctcp" in msg and "rtl" in msg, msg
     with pytest.raises(ScenarioError) as e:
         scenario(engine="verilog")
     assert "\n" not in str(e.value) and "golden" in str(e.value)

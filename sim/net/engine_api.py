@@ -22,7 +22,8 @@ Implementations (an algorithm's :attr:`sim.net.algos.AlgorithmSpec.engines`, key
   by ``tests/test_ldcp_fast.py``) and faster; the default for LDCP;
 * ``"rtl"``: the Verilated RTL (:mod:`sim.rtl.engines`, built and driven through
   :mod:`sim.rtl.bridge`): :func:`dcqcn_rp_rtl_engine` (DCQCN, L3QCN hosts),
-  :func:`qcn_rp_rtl_engine`; the same protocol (advance to the event's cycle, drive the
+  :func:`qcn_rp_rtl_engine`, :func:`ldcp_sender_rtl_engine` / :func:`ldcp_receiver_rtl_engine`
+  (:mod:`sim.rtl.ldcp`); the same protocol (advance to the event's cycle, drive the
   event for one edge, read the outputs).  An algorithm without an RTL engine is refused
   with one line (:func:`check_engine`).
 
@@ -53,7 +54,7 @@ __all__ = [
     "Engine", "RateEngine", "WindowSenderEngine", "WindowReceiverEngine", "NotificationPoint",
     "GoldenRateEngine", "GoldenLdcpSender", "GoldenLdcpReceiver", "FastLdcpSender",
     "FastLdcpReceiver", "CnpPacer", "dcqcn_rp_engine", "qcn_rp_engine", "dcqcn_rp_rtl_engine",
-    "qcn_rp_rtl_engine", "check_engine",
+    "qcn_rp_rtl_engine", "ldcp_sender_rtl_engine", "ldcp_receiver_rtl_engine", "check_engine",
 ]
 
 
@@ -206,6 +207,20 @@ def qcn_rp_rtl_engine(cfg):
     """The QCN reaction point's Verilated RTL (:class:`hw.nic.qcn_rp.QcnRp`)."""
     from sim.rtl.engines import qcn_rp_rtl
     return qcn_rp_rtl(cfg)
+
+
+def ldcp_sender_rtl_engine(cfg):
+    """The LDCP sender's Verilated RTL (:class:`hw.nic.ldcp_transport.LdcpSender` on
+    :class:`hw.nic.ldcp_window.LdcpWindow`), :class:`sim.rtl.ldcp.RtlLdcpSender`."""
+    from sim.rtl.ldcp import RtlLdcpSender
+    return RtlLdcpSender(cfg)
+
+
+def ldcp_receiver_rtl_engine(cfg):
+    """The LDCP receiver's Verilated RTL (:class:`hw.nic.ldcp_transport.LdcpReceiver`),
+    :class:`sim.rtl.ldcp.RtlLdcpReceiver`."""
+    from sim.rtl.ldcp import RtlLdcpReceiver
+    return RtlLdcpReceiver(cfg)
 
 
 def check_engine(algorithm: str, engines: dict, kind: str | None) -> None:

@@ -1,9 +1,11 @@
-"""``python -m sim.rtl``: the speed of the Verilated reaction points through the bridge.
+"""``python -m sim.rtl``: the speed of the Verilated engines through the bridge.
 
 Prints (CPU time), per top (the default scenario's configurations: DCQCN ``hpcc-mlx`` and QCN at
 100 Gb/s, 250 MHz), idle clock cycles per second (``step(n)``, all in C++) and events per
 second through the engine (``on_tx`` at consecutive cycles plus the ``rate`` read: the
-per-event ctypes cost).  Builds on first use (cached under ``build/rtl/``).
+per-event ctypes cost); for the LDCP sender, cycles per second with a message in flight and
+the cost of the look-ahead's state save + restore.  Builds on first use (cached under
+``build/rtl/``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,30 @@ def _bench(name: str, engine, cycles: int = 5_000_000, events: int = 200_000) ->
           f"with its rate read)")
 
 
+def _bench_ldcp(cycles: int = 2_000_000, looks: int = 20_000) -> None:
+    """The LDCP sender (default parameters, 100 Gb/s, a 4.4 us path): clock cycles per second
+    with a message in flight (``step(n)``), and the cost of a state save + restore (the
+    look-ahead of ``next_wakeup``)."""
+    from sim.net.algos.ldcp import LdcpParams
+    from sim.rtl.ldcp import RtlLdcpSender
+
+    e = RtlLdcpSender(LdcpParams().transport(100.0, 1024, 250_000_000, 4_400_000))
+    e.start_message(0, 1 << 30)
+    for c in range(1, 40):
+        e.release(c)                       # a window's worth in flight: the RTO counts
+    inst = e.rtl
+    t = time.process_time()
+    inst.step(cycles)
+    step_s = time.process_time() - t
+    t = time.process_time()
+    for _ in range(looks):
+        inst.save()
+        inst.restore()
+    look_s = time.process_time() - t
+    print(f"ldcp   {cycles / step_s / 1e6:6.2f} M cycles/s (sender, a message in flight)   "
+          f"{look_s / looks * 1e6:.2f} us per state save + restore")
+
+
 def main() -> int:
     from sim.net.algos.dcqcn import DcqcnParams
     from sim.net.algos.qcn import QcnParams
@@ -36,6 +62,7 @@ def main() -> int:
     clk = 250_000_000
     _bench("dcqcn", dcqcn_rp_rtl(DcqcnParams(profile="hpcc-mlx").rp_config(100_000, clk)))
     _bench("qcn", qcn_rp_rtl(QcnParams().rp(100_000, clk)))
+    _bench_ldcp()
     return 0
 
 

@@ -2,7 +2,9 @@
 where the two first diverge.
 
 :func:`run_both` runs the scenario twice (``engine`` ``"golden"``, then ``"rtl"``), recording
-every rate engine's snapshot after each of its inputs (a transmitted packet, a notification).
+every rate engine's snapshot after each of its inputs (a transmitted packet, a notification),
+every window sender's after each of its inputs and releases (LDCP: a start, an ACK, a packet)
+and every window receiver's ACKs.
 :func:`first_divergence` names the first difference: in the engines' logs, the earliest
 ``(cycle, flow)`` whose snapshots differ, and the field; else the first field of the two
 :class:`sim.net.network.RunResult` that differs (a flow record, a counter, a series).
@@ -48,13 +50,76 @@ class _Recorder:
         return getattr(self._e, name)
 
 
+class _WindowRecorder:
+    """A window sender engine (LDCP) that logs its inputs (a start, an ACK, a released packet)
+    with its snapshot after each, and every next wake-up it reports."""
+
+    def __init__(self, engine, log: list, flow: int):
+        self._e, self._log, self._flow = engine, log, flow
+
+    def start_message(self, cycle: int, length: int) -> None:
+        self._e.start_message(cycle, length)
+        self._log.append((cycle, self._flow, "start", self._e.snapshot()))
+
+    def on_ack(self, cycle: int, ack) -> None:
+        self._e.on_ack(cycle, ack)
+        self._log.append((cycle, self._flow, "ack", self._e.snapshot()))
+
+    def release(self, cycle: int):
+        p = self._e.release(cycle)
+        if p is not None:
+            self._log.append((cycle, self._flow, "release", {"packet": p,
+                                                             **self._e.snapshot()}))
+        return p
+
+    def next_wakeup(self):
+        w = self._e.next_wakeup()
+        self._log.append((self._e.cycle, self._flow, "wakeup", {"at": w}))
+        return w
+
+    def __getattr__(self, name):
+        return getattr(self._e, name)
+
+
+class _ReceiverRecorder:
+    """A window receiver engine (LDCP) that logs each packet's and each poll's ACKs (the
+    receivers' snapshots are not compared: the golden event model keeps no flush-timer age)."""
+
+    def __init__(self, engine, log: list, flow: int):
+        self._e, self._log, self._flow = engine, log, flow
+
+    def receive(self, cycle: int, p):
+        acks = self._e.receive(cycle, p)
+        self._log.append((cycle, self._flow, "receive", {"acks": tuple(acks),
+                                                         "wakeup": self._e.next_wakeup()}))
+        return acks
+
+    def poll(self, cycle: int):
+        acks = self._e.poll(cycle)
+        if acks:
+            self._log.append((cycle, self._flow, "poll", {"acks": tuple(acks)}))
+        return acks
+
+    def __getattr__(self, name):
+        return getattr(self._e, name)
+
+
 def _recorded(net, log: list) -> None:
-    """Put a :class:`_Recorder` around every sender's rate engine."""
+    """Put a :class:`_Recorder` around every sender's rate engine, a :class:`_WindowRecorder`
+    around every window sender engine and a :class:`_ReceiverRecorder` around every window
+    receiver engine."""
     for host in net.hosts.values():
         for fid, sender in host.senders.items():
             e = getattr(sender, "engine", None)
             if e is not None and hasattr(e, "on_notification"):
                 sender.engine = _Recorder(e, log, fid)
+            m = getattr(sender, "model", None)
+            if m is not None and hasattr(m, "on_ack") and hasattr(m, "release"):
+                sender.model = _WindowRecorder(m, log, fid)
+        for fid, receiver in host.receivers.items():
+            m = getattr(receiver, "model", None)
+            if m is not None and hasattr(m, "receive") and hasattr(m, "poll"):
+                receiver.model = _ReceiverRecorder(m, log, fid)
 
 
 def run_logged(scn, algorithm: str, engine: str, record: bool = True):
@@ -88,7 +153,7 @@ def first_divergence(golden, rtl, glog=(), rlog=()) -> Divergence | None:
                 d = Divergence("engine", fid, cycle, "input", a and a[:2], b and b[:2])
             else:
                 f = next(k for k in a[2] if a[2][k] != b[2].get(k))
-                d = Divergence("engine", fid, cycle, f"{b[1]} -> {f}", a[2][f], b[2][f])
+                d = Divergence("engine", fid, cycle, f"{b[1]} -> {f}", a[2][f], b[2].get(f))
             if best is None or (d.cycle, d.flow) < (best.cycle, best.flow):
                 best = d
             break

@@ -1,7 +1,7 @@
 """LDCP hosts (draft-dai-tsvwg-pfc-free-congestion-control-00): the window engine and its
 transport in hardware, behind :class:`sim.net.engine_api.WindowSenderEngine` /
 :class:`~sim.net.engine_api.WindowReceiverEngine`; the default engine is the fast twin
-(``"fast"``), the cycle models are ``"golden"``."""
+(``"fast"``), the cycle models are ``"golden"``, the Verilated RTL ``"rtl"``."""
 
 from __future__ import annotations
 
@@ -15,13 +15,22 @@ from hw.switch.marker_config import MarkerConfig
 from sim.models.ldcp_transport import RxPacket, TAck
 
 from ..engine import PS_PER_US, Alarm
-from ..engine_api import FastLdcpReceiver, FastLdcpSender, GoldenLdcpReceiver, GoldenLdcpSender
+from ..engine_api import (
+    FastLdcpReceiver,
+    FastLdcpSender,
+    GoldenLdcpReceiver,
+    GoldenLdcpSender,
+    ldcp_receiver_rtl_engine,
+    ldcp_sender_rtl_engine,
+)
 from ..packet import ACK, DATA, NAK, Packet, control
 from .common import THRESHOLD_MAX, AlgorithmSpec, _CycleClock, _Endpoint, engine_for
 
-#: engine kind -> (sender, receiver) classes; "fast" is the default
+#: engine kind -> (sender, receiver) factories; "fast" is the default; "rtl" the Verilated
+#: sender and receiver (:mod:`sim.rtl.ldcp`)
 ENGINES = {"fast": (FastLdcpSender, FastLdcpReceiver),
-           "golden": (GoldenLdcpSender, GoldenLdcpReceiver)}
+           "golden": (GoldenLdcpSender, GoldenLdcpReceiver),
+           "rtl": (ldcp_sender_rtl_engine, ldcp_receiver_rtl_engine)}
 DEFAULT_ENGINE = "fast"
 
 
