@@ -192,10 +192,38 @@ class LdcpDatapath(FlowDatapath):
 
     def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
               valid=None) -> DatapathOut:
+        W = self.time_width
+        s = state
+        is_cn = kind == EventKind.CN
+        w = self.window_part(m, wr=s.wr, on=s.on, dl=s.dl, ovr=s.ovr,
+                             n_marked=Mux(is_cn, cn.n_marked, 0),
+                             n_unmarked=Mux(is_cn, cn.n_unmarked, 0), t=t, regs=regs,
+                             valid=valid)
+        nxt = Signal(self.state_layout, name="ld_next")
+        m.d.comb += [nxt.wr.eq(w.wr), nxt.on.eq(w.sub1), nxt.dl.eq(w.dl), nxt.ovr.eq(w.ovr)]
+        late = delayed(m, (t - s.dl)[:W], self.latency - 1, "ld_late")
+        return DatapathOut(next_state=nxt, wake_valid=nxt.on, wake=nxt.dl, expired=w.due,
+                           late=late)
+
+    def window_part(self, m: Module, *, wr, on, dl, ovr, n_marked, n_unmarked, t, regs,
+                    valid=None, off: int = 0, load=None, load_value=None, enable=None):
+        """The window update and the release deadline (the module docstring's rules 1 - 3),
+        shared by this datapath and the transport sender's
+        (:class:`hw.nic.ldcp_tx_engine.LdcpTxDatapath`).
+
+        Inputs valid in modify cycle ``1 + off``: the flow's ``wr`` ({cw, rel}; ``cw`` the
+        window the update starts from), ``on``, ``dl``, ``ovr``, the counts, ``t``, ``valid``;
+        ``load`` / ``load_value`` (optional): the new window is ``load_value`` instead of the
+        update's result (a window load, already clamped); ``enable`` (optional, valid in cycle
+        ``L``): the release timer may stay or become armed.  Returns, valid in cycle
+        ``L = self.latency``: ``wr``, ``sub1`` (armed next), ``dl``, ``ovr``, ``due`` (a
+        release was applied), ``new`` (the new window), ``t``; and ``win_at`` (the cycle at
+        which ``new_w``, the new window, is first valid)."""
         cfg = self.config
         W, L, QB = self.time_width, self.latency, cfg.quot_bits
         NB = cfg.need_width
-        s = state
+        A = 1 + off                                   # the inputs' cycle
+        MUL, WIN, DIV = MUL_AT + off, WIN_AT + off, DIV_AT + off
 
         def wire(name, expr, width=None):
             return named_wire(m, "ld_" + name, expr, width)
@@ -204,47 +232,49 @@ class LdcpDatapath(FlowDatapath):
             """``x`` (valid in modify cycle ``frm``) carried to cycle ``to``."""
             return delayed(m, x, to - frm, "ld_" + name)
 
-        # ---- cycle 1: the release due, the window datapath takes the event -----------------
-        is_cn = kind == EventKind.CN
-        due = wire("due", s.on & time_le(s.dl, t, W))
-        old_sub1 = wire("old_sub1", s.on & (s.wr[:CW_WIDTH][FRAC_BITS:] == 0))
+        # ---- cycle A: the release due, the window datapath takes the event -----------------
+        cw0 = wr[:CW_WIDTH]
+        due = wire("due", on & time_le(dl, t, W))
+        old_sub1 = wire("old_sub1", on & (cw0[FRAC_BITS:] == 0))
         upd = LdcpWindowDatapath(
             cfg.window, Signal() if valid is None else valid,
-            SimpleNamespace(cw=s.wr[:CW_WIDTH], n_marked=Mux(is_cn, cn.n_marked, 0),
-                            n_unmarked=Mux(is_cn, cn.n_unmarked, 0)),
+            SimpleNamespace(cw=cw0, n_marked=n_marked, n_unmarked=n_unmarked),
             regs)
         upd.build(m)
-        d = wire("d", (s.dl - t)[:W], W)
+        d = wire("d", (dl - t)[:W], W)
 
-        # ---- cycles 2 ... 4: (dl - t) c - ovr (+ P), with the old window --------------------
-        d2 = at(d, 1, MUL_AT, "d")
-        c2 = at(s.wr[:CW_WIDTH][:FRAC_BITS], 1, MUL_AT, "c_old")
+        # ---- cycles A + 1 ... A + 3: (dl - t) c - ovr (+ P), with the old window -------------
+        d2 = at(d, A, MUL, "d")
+        c2 = at(cw0[:FRAC_BITS], A, MUL, "c_old")
         neg2 = d2[W - 1]
         dabs = wire("dabs", Mux(neg2, -d2, d2)[:W], W)
         prod, plat = pipelined_product(m, dabs, c2, name="ld_mul")
         P = regs.rtt << FRAC_BITS                     # constant while updates are in flight
-        k = MUL_AT + plat                             # the product's cycle
-        neg_k = at(neg2, MUL_AT, k, "neg")
+        k = MUL + plat                                # the product's cycle
+        neg_k = at(neg2, MUL, k, "neg")
         sprod = Mux(neg_k, -prod, prod)
-        need_c = wire("need_c", sprod.as_signed() - at(s.ovr, 1, k, "ovr"),
+        need_c = wire("need_c", sprod.as_signed() - at(ovr, A, k, "ovr"),
                       signed(NB))
         need_c = at(need_c, k, k + 1, "need_c")
-        need = wire("need_cont", Mux(at(due, 1, k + 1, "due_k"), need_c + P, need_c),
+        need = wire("need_cont", Mux(at(due, A, k + 1, "due_k"), need_c + P, need_c),
                     signed(NB))
         n1_cont = at(wire("n1_cont", need - 1, signed(NB)), k + 1, k + 2, "n1_cont")
-        assert k + 2 <= WIN_AT
+        assert k + 2 <= WIN
 
-        # ---- cycle 13: the new window; which need ---------------------------------------------
+        # ---- cycle WIN: the new window; which need -------------------------------------------
         new = upd.o.cw
-        cont = at(old_sub1, 1, WIN_AT, "cont")
-        n1 = wire("n1", Mux(cont, at(n1_cont, k + 2, WIN_AT, "n1c"), P - 1), signed(NB))
+        if load is not None:
+            new = wire("new_w", Mux(at(load, A, WIN, "load"), at(load_value, A, WIN, "load_v"),
+                                    new), CW_WIDTH)
+        cont = at(old_sub1, A, WIN, "cont")
+        n1 = wire("n1", Mux(cont, at(n1_cont, k + 2, WIN, "n1c"), P - 1), signed(NB))
         sub1 = wire("new_sub1", new[FRAC_BITS:] == 0)
-        dv_n1 = at(n1, WIN_AT, DIV_AT, "n1")
-        dv_c = at(new[:FRAC_BITS], WIN_AT, DIV_AT, "c")
-        dv_new = at(new, WIN_AT, DIV_AT, "new")
-        dv_sub1 = at(sub1, WIN_AT, DIV_AT, "sub1")
+        dv_n1 = at(n1, WIN, DIV, "n1")
+        dv_c = at(new[:FRAC_BITS], WIN, DIV, "c")
+        dv_new = at(new, WIN, DIV, "new")
+        dv_sub1 = at(sub1, WIN, DIV, "sub1")
 
-        # ---- cycles 14 ... L - 1: the restoring division of need - 1 by c' -------------------
+        # ---- cycles DIV ... L - 1: the restoring division of need - 1 by c' ------------------
         # a negative need - 1 (need <= 0) gives j = 0; a quotient of QB bits or more saturates
         nonpos = dv_n1[NB - 1]
         num = dv_n1.as_unsigned()
@@ -253,7 +283,7 @@ class LdcpDatapath(FlowDatapath):
         quot = []
         low = num[:QB]                                  # dividend bits still to bring down
         flags = SimpleNamespace(nonpos=nonpos, ovf=ovf)
-        cyc = DIV_AT
+        cyc = DIV
         i = QB - 1
         steps = 0
         while i >= 0:
@@ -282,26 +312,24 @@ class LdcpDatapath(FlowDatapath):
         ovf_l = at(flags.ovf, cyc, cyc + 1, "ovf")
         assert cyc + 1 == L, (cyc, L)
 
-        # ---- cycle L: the new deadline and the state word -----------------------------------
-        st = self.state_layout(at(s.as_value(), 1, L, "s"))
-        t_l = at(t, 1, L, "t")
-        due_l = at(due, 1, L, "due")
-        new_l = at(dv_new, DIV_AT, L, "new")
-        sub1_l = at(dv_sub1, DIV_AT, L, "sub1")
+        # ---- cycle L: the new deadline and the window word ----------------------------------
+        rel = at(wr[CW_WIDTH:], A, L, "rel")
+        dl_l = at(dl, A, L, "dl")
+        t_l = at(t, A, L, "t")
+        due_l = at(due, A, L, "due")
+        new_l = at(dv_new, DIV, L, "new")
+        sub1_l = at(dv_sub1, DIV, L, "sub1")
+        if enable is not None:
+            sub1_l = wire("armed", sub1_l & enable)
         j = wire("j", Mux(nonpos_l, 0, Mux(ovf_l, cfg.j_max, q_l + 1)), QB + 1)
-        ovr = wire("ovr", Mux(nonpos_l | ovf_l, 0, c_l - 1 - rem_l), FRAC_BITS)
+        ovr_new = wire("ovr", Mux(nonpos_l | ovf_l, 0, c_l - 1 - rem_l), FRAC_BITS)
         rmax = (1 << cfg.rel_width) - 1
-        nxt = Signal(self.state_layout, name="ld_next")
-        rel = st.wr[CW_WIDTH:]
-        m.d.comb += [
-            nxt.wr.eq(Cat(new_l, Mux(due_l, Mux(rel == rmax, 1, rel + 1), rel))),
-            nxt.on.eq(sub1_l),
-            nxt.dl.eq(Mux(sub1_l, (t_l + j)[:W], st.dl)),
-            nxt.ovr.eq(Mux(sub1_l, ovr, 0)),
-        ]
-        late = at(wire("late", (t - s.dl)[:W], W), 1, L, "late")
-        return DatapathOut(next_state=nxt, wake_valid=nxt.on, wake=nxt.dl, expired=due_l,
-                           late=late)
+        wr_next = wire("wr_next", Cat(new_l, Mux(due_l, Mux(rel == rmax, 1, rel + 1), rel)),
+                       CW_WIDTH + cfg.rel_width)
+        return SimpleNamespace(
+            wr=wr_next, sub1=sub1_l, dl=wire("dl_next", Mux(sub1_l, (t_l + j)[:W], dl_l), W),
+            ovr=wire("ovr_next", Mux(sub1_l, ovr_new, 0), FRAC_BITS), due=due_l, new=new_l,
+            t=t_l, new_w=new, win_at=WIN)
 
 
 def ldcp_engine(config: LdcpEngineConfig | None = None):

@@ -73,7 +73,7 @@ from .ldcp_window import LdcpWindowModel
 
 __all__ = ["TxPacket", "RxPacket", "TAck", "TxState", "TxOutputs", "LdcpSenderModel",
            "LdcpReceiverModel", "LdcpReceiverCycleModel", "RxState", "RxOutputs", "Deliver",
-           "rx_core"]
+           "rx_core", "offer_packet", "load_value"]
 
 _SAT16 = (1 << 16) - 1
 _RTO_MASK = (1 << RTO_WIDTH) - 1
@@ -162,6 +162,29 @@ def check_message_length(cfg: LdcpTransportConfig, length) -> None:
                           f"1 <= length <= 2**lsn_width - 1 (= {cfg.max_message})")
 
 
+def offer_packet(mtu: int, iw: int, stable: bool, first_ack: bool, new_cnt: int, nxt: int,
+                 msg_len: int, snd_max: int) -> TxPacket:
+    """The packet at ``nxt`` (the sender's offer when its gate is open): MTU-sized except the
+    last; ECN-capable in the stable stage, after the first ACK, for the IW-th new packet and
+    the last one; a retransmission below ``snd_max``.  Shared with the multi-flow sender
+    (:mod:`sim.models.ldcp_engine`)."""
+    remaining = msg_len - nxt
+    last = remaining <= mtu
+    ect = stable or first_ack or new_cnt + 1 == iw or last
+    return TxPacket(nxt, min(mtu, remaining), ect, nxt < snd_max, last)
+
+
+def load_value(kind: LdcpTxLoad, fs_acked: int, cw_bdp: int, cw: int) -> int:
+    """The window a fast-start exit or a timeout loads (before the window engine's clamp to
+    ``[gamma, cw_max]``): the packets acknowledged in fast start (exit 1), ``CW_BDP`` (exit 2),
+    ``min(cw, 1)`` (a timeout in the stable stage)."""
+    if kind is _ACKED:
+        return fs_acked << FRAC_BITS
+    if kind is _BDP:
+        return cw_bdp
+    return min(cw, ONE)
+
+
 #: The sender's registers (``TxState``'s fields), its statistics counters and the event-level
 #: state: what a look-ahead (``next_wakeup``) saves and restores, with the window engine's.
 _TX_REGS = ("active", "done", "stage", "first_ack", "load_pending", "load_kind", "settle",
@@ -240,11 +263,8 @@ class LdcpSenderCore:
     def _offer(self) -> TxPacket | None:
         if not self._can_send():
             return None
-        nxt = self.nxt
-        remaining = self.msg_len - nxt
-        last = remaining <= self.mtu
-        ect = (self.stage is _STABLE or self.first_ack or self.new_cnt + 1 == self.iw or last)
-        return TxPacket(nxt, min(self.mtu, remaining), ect, nxt < self.snd_max, last)
+        return offer_packet(self.mtu, self.iw, self.stage is _STABLE, self.first_ack,
+                            self.new_cnt, self.nxt, self.msg_len, self.snd_max)
 
     # ------------------------------------------------------------------ one edge ------------
     def _edge(self, ack: TAck | None, pkt_ready: bool, start: int | None
@@ -267,14 +287,8 @@ class LdcpSenderCore:
         eng_ack = ack if valid and stage is _STABLE and ack.n else None
         eng_write = None
         if lp and eng.idle:
-            kind = self.load_kind
-            if kind is _ACKED:
-                value = self.fs_acked << FRAC_BITS
-            elif kind is _BDP:
-                value = self.cw_bdp
-            else:
-                value = min(eng.cw, ONE)
-            eng_write = (LdcpWindowReg.CW, value)
+            eng_write = (LdcpWindowReg.CW,
+                         load_value(self.load_kind, self.fs_acked, self.cw_bdp, eng.cw))
             self.load_pending = False
             self.settle = SETTLE_CYCLES
         elif self.settle:
