@@ -177,3 +177,51 @@ def test_narrow_occupancy_builds_and_matches_model(occ_width):
     assert got == [model.step(f) for f in frames]
     for mag, d in zip(mags, got[1::2], strict=True):
         assert d.qntz_fb == math.ceil(Fraction(min(mag, fb_max) * 63, fb_max)), mag
+
+
+def test_rtl_any_quantizer_constants_match_model():
+    """The pipelined quantizer with register values that no configuration derives: random
+    reciprocals M (both words), shifts K over 0..127 (past the product's width), Fb_max = 0
+    (then 63 |Fb| + Fb_max - 1 = -1 and the product is -M), w = 15 (every bit of the weight
+    product); every frame a sample.  RTL = model, frame by frame."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    cfg = EVERY_FRAME
+    rmap = cfg.register_map()
+    dut, codec, model = QcnCp(cfg), CpCodec(cfg), CpModel(cfg)
+    top = (1 << cfg.occ_width) - 1
+    rounds = []
+    for k in range(6):
+        regs = {"Q_EQ": rng.randrange(top), "W": (15, 0, rng.randrange(16))[k % 3],
+                "FB_MAX": (0, 1, rng.randrange(1 << cfg.fb_max_width))[k % 3],
+                "QNTZ_MULT_LO": rng.getrandbits(32),
+                "QNTZ_MULT_HI": rng.getrandbits(cfg.mult_width - 32),
+                "QNTZ_SHIFT": (127, 0, rng.randrange(128), 40, 70, 3)[k]}
+        frames = [CpFrame(rng.choice((0, top, regs["Q_EQ"], rng.randrange(top + 1))), 1)
+                  for _ in range(12)]
+        rounds.append((regs, frames))
+    got = []
+
+    async def sender(ctx):
+        for regs, frames in rounds:
+            for name, value in regs.items():
+                ctx.set(dut.csr_w.payload, {"addr": rmap.addr(name), "data": value})
+                ctx.set(dut.csr_w.valid, 1)
+                await ctx.tick().until(dut.csr_w.ready)
+                ctx.set(dut.csr_w.valid, 0)
+            await stream_put(ctx, dut.frame, [codec.pack_frame(f) for f in frames])
+
+    async def receiver(ctx):
+        n = sum(len(f) for _, f in rounds)
+        bits = await stream_get(ctx, dut.decision, n, rng=random.Random(seed), p_ready=0.8)
+        got.extend(codec.unpack_decision(b) for b in bits)
+
+    run_testbenches(dut, sender, receiver)
+    expected = []
+    for regs, frames in rounds:
+        for name, value in regs.items():
+            model.write(rmap.addr(name), value)
+        expected += [model.step(f) for f in frames]
+    assert got == expected, f"seed {seed}"
+    assert any(d.cnm and d.qntz_fb not in (0, 63) for d in expected)

@@ -442,7 +442,8 @@ def test_qcn_cp_write_waits_for_a_sample_in_flight():
             assert ctx.get(dut.frame.ready) == 0
             waited += 1
             await ctx.tick()
-        assert waited == QcnCp.SAMPLE_LATENCY
+        # docs/qcn.md: 18 stages, and the write is taken one cycle after the sample left
+        assert waited == QcnCp.sample_latency(cfg) + 1 == 19
         ctx.set(dut.frame.valid, 1)
         assert ctx.get(dut.frame.ready) == 0    # held while the write is offered
         await ctx.tick()
@@ -492,7 +493,7 @@ def test_l3qcn_cp_table_through_registers():
     ip, qp, src_qp = 0x0A000002, 0x123456, 0x00ABCD
     a = {n: regmap.addr(n) for n in ("TBL_KEY_IP", "TBL_KEY_QP", "TBL_VALUE", "TBL_CMD",
                                      "TBL_STATUS", "TBL_RESULT", "NOTIFICATIONS", "NO_QP",
-                                     "Q_EQ", "W")}
+                                     "Q_EQ", "W", "GEN_CNP_DSCP", "GEN_TTL")}
     seen = []
     frames = FrameAssembler(cfg.cnp.data_bytes)
 
@@ -528,8 +529,9 @@ def test_l3qcn_cp_table_through_registers():
 
     async def bench(ctx):
         ctx.set(dut.packet.ready, 1)
+        # (GEN_*: the CNP generator's registers, forwarded: DSCP 13, TTL 7)
         for name, value in (("TBL_KEY_IP", ip), ("TBL_KEY_QP", qp), ("TBL_VALUE", src_qp),
-                            ("Q_EQ", 1000), ("W", 0)):
+                            ("Q_EQ", 1000), ("W", 0), ("GEN_CNP_DSCP", 13), ("GEN_TTL", 7)):
             await _write(ctx, dut, a[name], value)
             model.write(a[name], value)
         await command(ctx, HtOp.ADD)
@@ -553,8 +555,9 @@ def test_l3qcn_cp_table_through_registers():
                 frames.push(beat[-1].as_value().value)
         for op in (HtOp.REMOVE, HtOp.LOOKUP):
             await command(ctx, op)
-        for name in ("NOTIFICATIONS", "NO_QP", "Q_EQ", "W"):
+        for name in ("NOTIFICATIONS", "NO_QP", "Q_EQ", "W", "GEN_CNP_DSCP", "GEN_TTL"):
             assert await read(ctx, a[name]) == model.read(a[name]), name
+        assert (await read(ctx, a["GEN_CNP_DSCP"]), await read(ctx, a["GEN_TTL"])) == (13, 7)
 
     run_testbenches(dut, bench)
     statuses = [(op, st, res) for op, st, res in (x for x in seen if len(x) == 3)]
@@ -564,6 +567,7 @@ def test_l3qcn_cp_table_through_registers():
     cnp = [x[1] for x in seen if x[0] == "cnp"][0]
     assert cnp is not None and frames.frames == [cnp]
     assert int.from_bytes(cnp[20 + 8 + 5:20 + 8 + 8], "big") == src_qp   # BTH DestQP
+    assert (cnp[1] >> 2, cnp[8]) == (13, 7)                 # IPv4 DSCP and TTL, as written
     assert model.notifications == 1
 
 
@@ -587,7 +591,10 @@ def test_l3qcn_tor_table_through_registers():
     dut, model = L3qcnTor(cfg), TorModel(cfg)
     flow = random_flow(rng)
     mac, rpid, vid = 0x0200_1122_3344, 0xBEEF, 0x123
-    setup = [("TBL_SRC_IP", flow.src_ip), ("TBL_DST_IP", flow.dst_ip),
+    cnm_mac, pcp = 0x0242_5566_7788, 3      # the CNM generator's GEN_* registers, forwarded
+    setup = [("GEN_CP_MAC_LO", cnm_mac & 0xFFFF_FFFF), ("GEN_CP_MAC_HI", cnm_mac >> 32),
+             ("GEN_CNM_PCP", pcp),
+             ("TBL_SRC_IP", flow.src_ip), ("TBL_DST_IP", flow.dst_ip),
              ("TBL_PORTS", flow.sport << 16 | flow.dport), ("TBL_PROTOCOL", flow.protocol),
              ("TBL_MAC_LO", mac & 0xFFFF_FFFF), ("TBL_MAC_HI", mac >> 32),
              ("TBL_FLOW", vid << 16 | rpid)]
@@ -629,8 +636,10 @@ def test_l3qcn_tor_table_through_registers():
                 frames.push(payload.as_value().value)
         await command(ctx, HtOp.REMOVE)
         await command(ctx, HtOp.LOOKUP)
-        for name in ("CNMS", "MISSES", "OCCUPANCY", "RES_MAC_LO", "RES_MAC_HI"):
+        for name in ("CNMS", "MISSES", "OCCUPANCY", "RES_MAC_LO", "RES_MAC_HI",
+                     "GEN_CP_MAC_LO", "GEN_CP_MAC_HI", "GEN_CNM_PCP"):
             await read(ctx, name)
+        assert await read(ctx, "GEN_CNM_PCP") == pcp
 
     run_testbenches(dut, bench)
     assert results == [(HtOp.ADD, HtStatus.OK, 0), (HtOp.ADD, HtStatus.DUPLICATE, rpid),
@@ -639,3 +648,4 @@ def test_l3qcn_tor_table_through_registers():
     assert expected[0] is not None and frames.frames == expected
     cnm = parse_cnm(frames.frames[0])
     assert (cnm["dst"], cnm["rpid"], cnm["vid"]) == (mac, rpid, vid)
+    assert (cnm["src"], cnm["pcp"]) == (cnm_mac, pcp)

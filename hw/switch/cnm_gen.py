@@ -102,7 +102,7 @@ class CnmGenerator(wiring.Component):
         # ---- shift register ---------------------------------------------------------------------
         out = self.frame
         idle = shift_out(m, out, DB, MAX, self.request.valid & self.request.ready, Cat(*body),
-                         length)
+                         length, min_length=MIN_FRAME_BYTES)
         m.d.comb += self.request.ready.eq(idle | (out.valid & out.ready & out.payload.last))
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
         return m

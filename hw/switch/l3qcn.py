@@ -27,7 +27,7 @@ from ..layouts import (
     tor_learn_layout,
 )
 from ..lib.arith import saturating_inc
-from ..lib.checksum import be_words, ones_sum
+from ..lib.checksum import be_words
 from ..lib.csr import CsrBank, RegisterMap
 from ..lib.csr_port import csr_ports
 from ..lib.frame import be_bytes, from_be, pack_fields, shift_out
@@ -35,7 +35,9 @@ from ..nic.cnp_gen import CnpGenerator
 from .cnm_gen import CnmGenerator
 from .hash_table import HashTable
 from .l3qcn_config import (
+    L3QCN_CP_GEN_BASE,
     L3QCN_CP_WINDOW,
+    L3QCN_TOR_GEN_BASE,
     PRIVATE_CNM_PDU_BYTES,
     PRIVATE_CNM_VERSION,
     L3qcnCpConfig,
@@ -64,11 +66,14 @@ class PrivateCnmGen(wiring.Component):
 
     Latency and throughput
     ----------------------
-    Request accepted -> registered; next edge: plain sums of the checksummed words (IPv4
-    header; UDP pseudo-header and datagram in two halves); next edge: the folded checksums;
-    next edge: the packet is loaded, its first beat valid 4 edges after the request.  Then one
-    beat per clock; the next request is accepted once the last beat has left
-    (ceil(bytes / data_bytes) + 4 cycles per packet: 14 at the defaults).
+    Request accepted -> registered; the checksums in a pipeline of two-input adders, one
+    carry chain per stage (IPv4 header; UDP pseudo-header and datagram: 6 levels for 34
+    words, 2 end-around-carry folds, the complement: 9 levels at the defaults); the edge after
+    that, the packet is loaded (its first beat valid 11 edges after the request at the
+    defaults) if the previous packet has left.  Then one beat per clock.  The next request is
+    taken on the edge that loads the packet, so its checksums are computed while this packet
+    is sent: one packet every max(ceil(bytes / data_bytes), levels + 1) cycles (10 at the
+    defaults; the one-cycle sums of 17 words had 14 and limited the clock).
     """
 
     def __init__(self, config: PrivateCnmConfig):
@@ -103,41 +108,63 @@ class PrivateCnmGen(wiring.Component):
         m = Module()
         cfg = self.config
 
+        # The request is held in ``req`` until its packet is loaded; the checksum pipeline
+        # below runs freely from it (no enables), so ``levels`` edges after ``req`` was written
+        # both checksums are final and stay so until the load.
         req = Signal(private_cnm_request_layout(cfg))
-        stage = Signal(2)              # 0 idle, 1 request held, 2 partial sums, 3 checksums
+        held = Signal()
         ip_cksum, udp_cksum = Signal(16), Signal(16)
 
-        load = stage == 3
-        idle = shift_out(m, self.packet, cfg.data_bytes, cfg.packet_bytes, load,
-                         Cat(*self._bytes(req, ip_cksum, udp_cksum)), cfg.packet_bytes)
-        m.d.comb += self.request.ready.eq((stage == 0) & idle)
-        with m.If(self.request.valid & self.request.ready):
-            m.d.sync += [req.eq(self.request.payload), stage.eq(1)]
-
-        # ---- stage 1: plain sums of the checksummed words, the UDP ones in two halves ---------
         zero_ck = self._bytes(req, Const(0, 16), Const(0, 16))
         pseudo = be_words(be_bytes(Cat(Const(cfg.udp_length, 16), Const(17, 16),
                                      req.src_ip, Const(cfg.cp_ip, 32)), 12))
-        udp_words = pseudo + be_words(zero_ck[20:])
-        groups = [be_words(zero_ck[:20]), udp_words[:len(udp_words) // 2],
-                  udp_words[len(udp_words) // 2:]]
-        bounds = [0xFFFF * len(g) for g in groups]
-        partial = [Signal(range(b + 1), name=f"partial{i}") for i, b in enumerate(bounds)]
-        with m.If(stage == 1):
-            m.d.sync += [p.eq(sum(g)) for p, g in zip(partial, groups, strict=True)]
-            m.d.sync += stage.eq(2)
+        ip_sum, ip_levels = _ones_sum_tree(m, be_words(zero_ck[:20]), "ip")
+        udp_sum, udp_levels = _ones_sum_tree(m, pseudo + be_words(zero_ck[20:]), "udp")
+        udp_ck = ~udp_sum
+        m.d.sync += [ip_cksum.eq(~ip_sum), udp_cksum.eq(Mux(udp_ck == 0, 0xFFFF, udp_ck))]
+        levels = max(ip_levels, udp_levels) + 1
+        wait = Signal(range(levels + 1))
 
-        # ---- stage 2: end-around carries, complements ----------------------------------------
-        udp_ck = ~ones_sum(partial[1:], bounds[1] + bounds[2])
-        with m.If(stage == 2):
-            m.d.sync += [ip_cksum.eq(~ones_sum(partial[:1], bounds[0])),
-                         udp_cksum.eq(Mux(udp_ck == 0, 0xFFFF, udp_ck)), stage.eq(3)]
-
-        # ---- stage 3: load the packet ----------------------------------------------------------
+        idle = Signal()
+        load = held & (wait == 0) & idle
+        m.d.comb += idle.eq(shift_out(m, self.packet, cfg.data_bytes, cfg.packet_bytes, load,
+                                      Cat(*self._bytes(req, ip_cksum, udp_cksum)),
+                                      cfg.packet_bytes, min_length=cfg.packet_bytes))
+        # the next request is taken on the edge that loads this one's packet
+        m.d.comb += self.request.ready.eq(~held | load)
+        with m.If(held & (wait != 0)):
+            m.d.sync += wait.eq(wait - 1)
         with m.If(load):
-            m.d.sync += stage.eq(0)
+            m.d.sync += held.eq(0)
+        with m.If(self.request.valid & self.request.ready):
+            m.d.sync += [req.eq(self.request.payload), held.eq(1), wait.eq(levels)]
         return m
 
+
+def _ones_sum_tree(m: Module, words: list[Value], name: str) -> tuple[Value, int]:
+    """:func:`hw.lib.checksum.ones_sum` of 16-bit ``words`` as a free-running pipeline: a tree
+    of two-input adders with a register per level, then one register per end-around-carry
+    fold (one carry chain per stage).  Returns the folded 16-bit sum and its register
+    levels; the same value as ``ones_sum`` (the same total, folded the same way)."""
+    vals = [(w, 0xFFFF) for w in words]
+    level = 0
+    while len(vals) > 1:
+        nxt = []
+        for i in range(0, len(vals), 2):
+            pair = vals[i:i + 2]
+            bound = sum(b for _, b in pair)
+            r = Signal(range(bound + 1), name=f"{name}_sum{level}_{i // 2}")
+            m.d.sync += r.eq(sum(v for v, _ in pair))
+            nxt.append((r, bound))
+        vals, level = nxt, level + 1
+    x, bound = vals[0]
+    while bound > 0xFFFF:
+        hi = bound >> 16
+        bound = max((bound & 0xFFFF) + hi, 0xFFFF + hi - 1)
+        r = Signal(range(bound + 1), name=f"{name}_fold{level}")
+        m.d.sync += r.eq(x[:16] + x[16:])
+        x, level = r, level + 1
+    return x[:16], level
 
 
 class TorState(enum.Enum, shape=3):
@@ -145,7 +172,8 @@ class TorState(enum.Enum, shape=3):
     SUM = 1        #: IPv4 and UDP checksums
     CLASSIFY = 2   #: other / malformed / private CNM
     LOOKUP = 3     #: the 5-tuple's lookup waits for the table
-    WAIT = 4       #: waiting for the lookup's result (and the CNM hand-over)
+    WAIT = 4       #: waiting for the lookup's result
+    HAND = 5       #: the registered result: the CNM request (a hit) handed to the generator
 
 
 def _count(m: Module, counter: Signal, cond) -> None:
@@ -187,10 +215,12 @@ class L3qcnCp(wiring.Component):
 
     Latency and throughput
     ----------------------
-    One frame per clock except while a sample is in flight (the QCN CP's 4 bubbles, then the
-    table lookup (5 cycles) and the hand-over to the generator).  The path back-pressures
-    rather than drops: a CNP takes 18 cycles, a private CNM 14 at the defaults, while samples
-    are at least ``min(sample_lo)`` bytes (16102 B at the defaults, hundreds of frames) apart.
+    One frame per clock except while a sample is in flight (the QCN CP's
+    :meth:`QcnCp.sample_latency` bubbles, 18 at the defaults; then, mode ``roce``, the table
+    lookup (5 cycles), the result registered, the hand-over to the generator).  The path
+    back-pressures rather than drops: a CNP takes 18 cycles, a private CNM 10 at the
+    defaults (its checksums overlap the previous packet), while samples are at least
+    ``min(sample_lo)`` bytes (16102 B at the defaults, hundreds of frames) apart.
     """
 
     def __init__(self, config: L3qcnCpConfig):
@@ -225,7 +255,8 @@ class L3qcnCp(wiring.Component):
         # the bank of the CP's own registers (the QCN CP's are stored in it): the same map
         # without them, with the same header and size
         own = RegisterMap(regmap.name, tuple(r for r in regmap.registers
-                                             if r.addr >= L3QCN_CP_WINDOW),
+                                             if r.addr >= L3QCN_CP_WINDOW
+                                             and not r.name.startswith("GEN_")),
                           regmap.block_type, regmap.version, regmap.desc)
         assert own.header_values() == regmap.header_values()
         assert own.addr_width == regmap.addr_width
@@ -234,17 +265,28 @@ class L3qcnCp(wiring.Component):
         own_rdata = Signal(32)
         fwd = self.csr_w.payload.addr < L3QCN_CP_WINDOW
         fwd_q = Signal()
+        # mode roce: the CNP generator's registers (GEN_*), forwarded with the base removed
+        gen_w = stream.Signature(self.csr_w.payload.shape()).create()
+        gen_rdata = Signal(32)
+        gen_words = (max(r.addr for r in cfg.cnp.register_map().registers) + 1
+                     if cfg.mode == "roce" else 0)
+        in_gen = _in_window(self.csr_w.payload.addr, L3QCN_CP_GEN_BASE, gen_words)
+        gen_q = Signal()
         m.d.comb += [
             cp.csr_w.valid.eq(self.csr_w.valid & fwd),
             cp.csr_w.payload.addr.eq(self.csr_w.payload.addr[:cp_aw]),
             cp.csr_w.payload.data.eq(self.csr_w.payload.data),
-            own_w.valid.eq(self.csr_w.valid & ~fwd),
+            gen_w.valid.eq(self.csr_w.valid & in_gen),
+            gen_w.payload.addr.eq(self.csr_w.payload.addr - L3QCN_CP_GEN_BASE),
+            gen_w.payload.data.eq(self.csr_w.payload.data),
+            own_w.valid.eq(self.csr_w.valid & ~fwd & ~in_gen),
             own_w.payload.eq(self.csr_w.payload),
-            self.csr_w.ready.eq(Mux(fwd, cp.csr_w.ready, own_w.ready)),
+            self.csr_w.ready.eq(Mux(fwd, cp.csr_w.ready, Mux(in_gen, gen_w.ready, own_w.ready))),
             cp.csr_raddr.eq(self.csr_raddr[:cp_aw]),
-            self.csr_rdata.eq(Mux(fwd_q, cp.csr_rdata, own_rdata)),
+            self.csr_rdata.eq(Mux(fwd_q, cp.csr_rdata, Mux(gen_q, gen_rdata, own_rdata))),
         ]
-        m.d.sync += fwd_q.eq(self.csr_raddr < L3QCN_CP_WINDOW)
+        m.d.sync += [fwd_q.eq(self.csr_raddr < L3QCN_CP_WINDOW),
+                     gen_q.eq(_in_window(self.csr_raddr, L3QCN_CP_GEN_BASE, gen_words))]
         bank.source("NOTIFICATIONS", self.notifications)
 
         # the QCN CP holds at most one frame between accepting it and handing its decision on,
@@ -280,7 +322,12 @@ class L3qcnCp(wiring.Component):
         m.submodules.table = table = HashTable(cfg.table_config())
         m.submodules.cnp = cnp = CnpGenerator(cfg.cnp)
         wiring.connect(m, wiring.flipped(self.packet), cnp.frame)
-        m.d.comb += cnp.csr_w.valid.eq(0)
+        gen_aw = len(cnp.csr_raddr)
+        m.d.comb += [cnp.csr_w.valid.eq(gen_w.valid), gen_w.ready.eq(cnp.csr_w.ready),
+                     cnp.csr_w.payload.addr.eq(gen_w.payload.addr[:gen_aw]),
+                     cnp.csr_w.payload.data.eq(gen_w.payload.data),
+                     cnp.csr_raddr.eq((self.csr_raddr - L3QCN_CP_GEN_BASE)[:gen_aw]),
+                     gen_rdata.eq(cnp.csr_rdata)]
 
         lookup = congested & hdr.roce
         tag = data.View(CNP_LOOKUP_TAG, table.cmd.payload.tag)
@@ -316,9 +363,20 @@ class L3qcnCp(wiring.Component):
         rtag = data.View(CNP_LOOKUP_TAG, res.payload.tag)
         rkey = data.View(CNP_QP_KEY, res.payload.key)
         hit = res.payload.status == HtStatus.OK
+        # a hit's CNP request is registered before the generator (the table's result straight
+        # into the generator, and its ready back into the table, was one long path); the slot
+        # takes a result only when empty (a CNP takes 18 cycles: the bubble costs nothing)
+        slot_valid = Signal()
+        slot = Signal(cnp.request.payload.shape())
+        m.d.comb += [cnp.request.valid.eq(slot_valid), cnp.request.payload.eq(slot)]
+        with m.If(cnp.request.ready):
+            m.d.sync += slot_valid.eq(0)
         with m.If(rtag.datapath):
-            m.d.comb += [cnp.request.valid.eq(res.valid & hit),
-                         res.ready.eq(~hit | cnp.request.ready)]
+            m.d.comb += res.ready.eq(~hit | ~slot_valid)
+            with m.If(res.valid & hit & ~slot_valid):
+                m.d.sync += [slot_valid.eq(1), slot.dqpn.eq(res.payload.value),
+                             slot.src_ip.eq(rkey.dst_ip), slot.dst_ip.eq(rtag.src_ip),
+                             slot.udp_sport.eq(rtag.sport), slot.ip_id.eq(0)]
         with m.Elif(rtag.sport[0]):            # a register-issued command's result
             m.d.comb += res.ready.eq(1)
             with m.If(res.valid):
@@ -327,14 +385,7 @@ class L3qcnCp(wiring.Component):
         with m.Else():
             m.d.comb += [self.table_result.valid.eq(res.valid),
                          res.ready.eq(self.table_result.ready)]
-        m.d.comb += [
-            self.table_result.payload.eq(res.payload),
-            cnp.request.payload.dqpn.eq(res.payload.value),
-            cnp.request.payload.src_ip.eq(rkey.dst_ip),
-            cnp.request.payload.dst_ip.eq(rtag.src_ip),
-            cnp.request.payload.udp_sport.eq(rtag.sport),
-            cnp.request.payload.ip_id.eq(0),
-        ]
+        m.d.comb += self.table_result.payload.eq(res.payload)
         _count(m, self.no_qp, res.valid & res.ready & rtag.datapath & ~hit)
         _count(m, self.notifications, cnp.request.valid & cnp.request.ready)
         busy = queued | inflight
@@ -385,9 +436,14 @@ class L3qcnTor(wiring.Component):
     Latency and throughput
     ----------------------
     Packets are taken one beat per clock; after a packet's last beat the converter spends 2
-    cycles classifying (checksums, then the decision), a private CNM 1 more to issue the
-    lookup and 5 for its result, then hands the CNM request on; ``packet.ready`` is low
-    meanwhile (8 cycles per private CNM, 2 per other packet, plus any CNM back-pressure).
+    cycles classifying a packet that is not for the private-CNM port.  For the others the
+    IPv4 and UDP checksums come from a free-running pipeline of two-input adders over the
+    captured bytes (one carry chain per stage: 8 levels for the 34 UDP words at the
+    defaults), then 1 cycle classifies, 1 issues the lookup, the table answers (5 cycles),
+    the result is registered and 1 cycle hands the CNM request on; ``packet.ready`` is low
+    meanwhile (16 cycles per private CNM at the defaults, 2 per other packet, plus any CNM
+    back-pressure).  (The one-cycle checksum of 34 words and the table's result straight into
+    the CNM generator's frame register limited the clock.)
     """
 
     def __init__(self, config: L3qcnTorConfig):
@@ -439,10 +495,13 @@ class L3qcnTor(wiring.Component):
         pdu = from_be(PRIVATE_CNM_PDU, byte[28:28 + PRIVATE_CNM_PDU_BYTES])
         sample = Cat(*byte[28 + PRIVATE_CNM_PDU_BYTES:]) if pcfg.sample_bytes else Const(0, 1)
 
-        # ---- stage A: checksums (registered) -----------------------------------------------------
-        ip_sum, udp_sum = Signal(16), Signal(16)
+        # ---- stage A: checksums, a free-running pipeline from the captured bytes (stable from
+        # the last beat until the release): final ``sum_levels`` edges after the last beat ---------
         pseudo = be_words(byte[12:20]) + [Const(17, 16), Const(pcfg.udp_length, 16)]
-        udp_total = ones_sum(pseudo + be_words(byte[20:]))
+        ip_sum, ip_levels = _ones_sum_tree(m, be_words(byte[:20]), "ip")
+        udp_sum, udp_levels = _ones_sum_tree(m, pseudo + be_words(byte[20:]), "udp")
+        sum_levels = max(ip_levels, udp_levels)
+        sum_wait = Signal(range(sum_levels + 1))
 
         # ---- stage B: classification -------------------------------------------------------------
         other = ((length < 24) | (byte[0] != 0x45) | (byte[9] != 17)
@@ -461,7 +520,10 @@ class L3qcnTor(wiring.Component):
         learn = self.learn.payload
         # ---- registers: a register-issued command is queued by the TBL_CMD write and goes
         # after the private CNMs' lookups and the learns; its result (tag bit 1) is kept ------
-        bank = CsrBank(cfg.register_map())
+        regmap = cfg.register_map()
+        bank = CsrBank(RegisterMap(regmap.name, tuple(r for r in regmap.registers
+                                                      if not r.name.startswith("GEN_")),
+                                   regmap.block_type, regmap.version, regmap.desc))
         queued, inflight = Signal(), Signal()
         tbl_status, tbl_result = Signal(3), Signal(FLOW_ID_VALUE)
         reg_go = queued & ~issue & ~self.learn.valid
@@ -490,11 +552,15 @@ class L3qcnTor(wiring.Component):
         with m.If(reg_go & table.cmd.ready):
             m.d.sync += [queued.eq(0), inflight.eq(1)]
 
-        # ---- the lookup's result: the CNM request ------------------------------------------------
+        # ---- the lookup's result, registered (state HAND): the CNM request -----------------------
         res = table.result
-        info = data.View(FLOW_ID_VALUE, res.payload.value)
-        hit = res.payload.status == HtStatus.OK
+        hit_res = res.payload.status == HtStatus.OK
         is_cnm_lookup = res.payload.tag[0]
+        info = Signal(FLOW_ID_VALUE)
+        hit = Signal()
+        lookup_done = res.valid & is_cnm_lookup          # (taken at once: one lookup in flight)
+        with m.If(lookup_done):
+            m.d.sync += [info.eq(res.payload.value), hit.eq(hit_res)]
         r = gen.request.payload
         m.d.comb += [
             r.dst_mac.eq(info.src_mac), r.vid.eq(info.vid), r.rpid.eq(info.rpid),
@@ -502,11 +568,9 @@ class L3qcnTor(wiring.Component):
             r.qntz_fb.eq(pdu.qntz_fb), r.q_off.eq(pdu.q_off), r.q_delta.eq(pdu.q_delta),
             r.enc_prio.eq(pdu.enc_prio), r.enc_dst.eq(cfg.tor_mac), r.msdu_len.eq(pdu.msdu_len),
             r.msdu.eq(sample),
-            gen.request.valid.eq(res.valid & is_cnm_lookup & hit),
-            res.ready.eq(~is_cnm_lookup | ~hit | gen.request.ready),
+            res.ready.eq(1),
         ]
         _count(m, self.cnms, gen.request.valid & gen.request.ready)
-        lookup_done = res.valid & res.ready & is_cnm_lookup
         with m.If(res.valid & res.payload.tag[1]):      # (always taken: not a CNM lookup)
             m.d.sync += [inflight.eq(0), tbl_status.eq(res.payload.status),
                          tbl_result.eq(res.payload.value)]
@@ -525,10 +589,13 @@ class L3qcnTor(wiring.Component):
         # Verilator -Wall then reports as incomplete
         with m.If(state == TorState.RECEIVE):
             with m.If(self.packet.valid & self.packet.ready & beat.last):
-                m.d.sync += state.eq(TorState.SUM)
+                m.d.sync += [state.eq(TorState.SUM), sum_wait.eq(sum_levels - 1)]
         with m.Elif(state == TorState.SUM):
-            m.d.sync += [ip_sum.eq(ones_sum(be_words(byte[:20]))), udp_sum.eq(udp_total),
-                         state.eq(TorState.CLASSIFY)]
+            # packets not for the private-CNM port need no checksum: classified at once
+            with m.If(other | (sum_wait == 0)):
+                m.d.sync += state.eq(TorState.CLASSIFY)
+            with m.Else():
+                m.d.sync += sum_wait.eq(sum_wait - 1)
         with m.Elif(state == TorState.CLASSIFY):
             _count(m, self.other, other)
             _count(m, self.malformed, ~other & malformed)
@@ -541,14 +608,44 @@ class L3qcnTor(wiring.Component):
             m.d.comb += issue.eq(1)
             with m.If(table.cmd.ready):
                 m.d.sync += state.eq(TorState.WAIT)
-        with m.Else():               # TorState.WAIT
+        with m.Elif(state == TorState.WAIT):
             with m.If(lookup_done):
+                m.d.sync += state.eq(TorState.HAND)
+        with m.Else():               # TorState.HAND: a hit's CNM request is handed on
+            m.d.comb += gen.request.valid.eq(hit)
+            with m.If(~hit | gen.request.ready):
                 m.d.comb += release.eq(1)
                 m.d.sync += state.eq(TorState.RECEIVE)
         with m.If(release):
             m.d.sync += [rx_busy.eq(0), beat_idx.eq(0), length.eq(0)]
-        # (a command, and the registers it uses, wait for the one in flight: the idle rule)
-        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~busy)
+        # the CNM generator's registers (GEN_*), forwarded with the base removed; the rest to
+        # the ToR's own bank (a command, and the registers it uses, wait for the one in flight:
+        # the idle rule)
+        gen_words = max(r.addr for r in cfg.cnm_config().register_map().registers) + 1
+        gen_aw = len(gen.csr_raddr)
+        in_gen = _in_window(self.csr_w.payload.addr, L3QCN_TOR_GEN_BASE, gen_words)
+        own_w = stream.Signature(self.csr_w.payload.shape()).create()
+        own_rdata = Signal(32)
+        gen_q = Signal()
+        m.d.comb += [
+            gen.csr_w.valid.eq(self.csr_w.valid & in_gen),
+            gen.csr_w.payload.addr.eq((self.csr_w.payload.addr - L3QCN_TOR_GEN_BASE)[:gen_aw]),
+            gen.csr_w.payload.data.eq(self.csr_w.payload.data),
+            own_w.valid.eq(self.csr_w.valid & ~in_gen),
+            own_w.payload.eq(self.csr_w.payload),
+            self.csr_w.ready.eq(Mux(in_gen, gen.csr_w.ready, own_w.ready)),
+            gen.csr_raddr.eq((self.csr_raddr - L3QCN_TOR_GEN_BASE)[:gen_aw]),
+            self.csr_rdata.eq(Mux(gen_q, gen.csr_rdata, own_rdata)),
+        ]
+        m.d.sync += gen_q.eq(_in_window(self.csr_raddr, L3QCN_TOR_GEN_BASE, gen_words))
+        bank.build(m, own_w, self.csr_raddr, own_rdata, idle=~busy)
         with m.If(bank.wstb["TBL_CMD"]):
             m.d.sync += queued.eq(1)
         return m
+
+
+def _in_window(addr: Value, base: int, words: int) -> Value:
+    """``base <= addr < base + words`` (a forwarded generator's register window)."""
+    if not words:
+        return Const(0, 1)
+    return (addr >= base) & (addr < base + words)

@@ -8,7 +8,7 @@ raises :class:`hw.params.ConfigError` naming the field, the value and the allowe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..lib.csr import Field, Register, RegisterMap
 from ..nic.cnp_config import CnpGenConfig
@@ -18,6 +18,7 @@ from .hash_table_config import HashTableConfig
 from .qcn_cp_config import QcnCpConfig
 
 __all__ = ["PrivateCnmConfig", "L3qcnCpConfig", "L3qcnTorConfig", "PRIVATE_CNM_PORT",
+           "L3QCN_CP_GEN_BASE", "L3QCN_TOR_GEN_BASE", "generator_window",
            "PRIVATE_CNM_VERSION", "PRIVATE_CNM_PDU_BYTES", "CNP_TAG_WIDTH"]
 
 #: Default UDP destination port of the private CNM: 1021, one of the two ports IANA reserves
@@ -32,6 +33,17 @@ PRIVATE_CNM_PDU_BYTES = 32
 CNP_TAG_WIDTH = 49
 #: the L3QCN CP's register words below this address are its QCN CP's
 L3QCN_CP_WINDOW = 0x20
+#: mode ``roce``: the CNP generator's registers at this word + their own address (``GEN_*``)
+L3QCN_CP_GEN_BASE = 0x30
+#: the ToR's CNM generator's registers at this word + their own address (``GEN_*``)
+L3QCN_TOR_GEN_BASE = 0x18
+
+
+def generator_window(regmap: RegisterMap, base: int) -> list[Register]:
+    """A generator's registers (not its ID header) as ``GEN_<name>`` at ``base`` + their own
+    word address, for a top's map that forwards them to the generator's register port."""
+    return [replace(r, name=f"GEN_{r.name}", addr=base + r.addr,
+                    desc=f"generator: {r.desc}") for r in regmap.registers]
 
 
 @dataclass(frozen=True)
@@ -155,6 +167,9 @@ class L3qcnCpConfig(BlockConfig):
             regs.append(Register(c.upper(), (Field(c, 32, "ro", desc=text[c] + " (saturating; "
                                                    "the low 32 bits)"),), text[c],
                                  base + 8 + i))
+        if self.mode == "roce":
+            # the CNP generator's run-time knobs (DSCP, ECN, priority, VLAN, TTL, P_Key)
+            regs += generator_window(self.cnp.register_map(), L3QCN_CP_GEN_BASE)
         return RegisterMap(name, tuple(regs), "L3CP", version=(1, 0),
                            desc=f"L3QCN congestion point, mode {self.mode}")
 
@@ -231,6 +246,8 @@ class L3qcnTorConfig(BlockConfig):
         for i, (c, t) in enumerate(text.items()):
             suffix = "" if c == "occupancy" else " (saturating; the low 32 bits)"
             regs.append(Register(c.upper(), (Field(c, 32, ro, desc=t + suffix),), t, 0x10 + i))
+        # the CNM generator's run-time knobs (the CNMs' source MAC, their priority)
+        regs += generator_window(self.cnm_config().register_map(), L3QCN_TOR_GEN_BASE)
         return RegisterMap(name, tuple(regs), "L3TR", version=(1, 0),
                            desc="L3QCN ingress ToR: private CNM to CNM")
 

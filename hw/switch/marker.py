@@ -76,21 +76,26 @@ class EgressMarker(wiring.Component):
     Latency and throughput
     ----------------------
     One descriptor per clock, sustained.  With an always-ready sink, a decision is transferred
-    10 clock edges after its descriptor (stages: block-RAM read, forwarding of queues in
-    flight, limit comparisons, admission, threshold comparisons, three for the ramp product,
-    draw comparison).
+    13 clock edges after its descriptor (stages: block-RAM read, forwarding of queues in
+    flight, limit comparisons, admission, threshold comparisons, five for the ramp product,
+    draw comparison, decision).
     The two products of the ramp (``r * (K_max - K_min)`` and ``P_max * (q - K_min)``) are
     shift-and-add trees in logic with a register per level (:mod:`hw.lib.pipemul`): a product
-    in the FPGA's multiplier blocks, unregistered, would hold the clock near 125 MHz.
+    in the FPGA's multiplier blocks, unregistered, would hold the clock near 125 MHz.  The
+    trees add two terms per level (``fan_in=2``), one carry chain between registers: with
+    four terms per level (two chains and the partial-product selection) the first level
+    was the critical path at 8.4 ns (119 MHz).
     ``desc.ready`` falls only when ``decision`` is back-pressured, a register write is
     pending or the occupancies are being cleared after a reset.  Counters advance one cycle
     after the decision they count.
     """
 
     #: clock edges from the transfer of a descriptor to the transfer of its decision
-    LATENCY = 10
-    #: register levels of the ramp products (enough for draw_bits up to 24)
-    MUL_STAGES = 3
+    LATENCY = 13
+    #: register levels of the ramp products (enough for draw_bits up to 24 at MUL_FAN_IN 2)
+    MUL_STAGES = 5
+    #: terms added per register level of the ramp products: two is one carry chain per stage
+    MUL_FAN_IN = 2
 
     def __init__(self, config: MarkerConfig):
         if not isinstance(config, MarkerConfig):
@@ -341,11 +346,11 @@ class EgressMarker(wiring.Component):
         # ---- stage 3 -> 4: the ramp products, MUL_STAGES register levels ---------------------
         # r * (K_max - K_min) starts in stage 1 (the draw and the span are known there) and
         # P_max * (q - K_min) in stage 3; both are ready, with the descriptor, in stage 4.
-        assert product_levels(D + 1) <= self.MUL_STAGES
+        assert product_levels(D + 1, self.MUL_FAN_IN) <= self.MUL_STAGES
         draw_span, _ = pipelined_product(m, span, s1_draw, en=advance, name="draw_span",
-                                         stages=2 + self.MUL_STAGES)
+                                         fan_in=self.MUL_FAN_IN, stages=2 + self.MUL_STAGES)
         product, _ = pipelined_product(m, s3_excess, p_max, en=advance, name="ramp",
-                                       stages=self.MUL_STAGES)
+                                       fan_in=self.MUL_FAN_IN, stages=self.MUL_STAGES)
         step_profile = ctrl.profile == Profile.DCTCP.value
         carried = [
             ("valid", s3_valid, s4_valid, 1), ("desc", s3, s4, desc_layout),
@@ -364,8 +369,18 @@ class EgressMarker(wiring.Component):
                     in_flight.append(reg)
                 src = reg
 
-        # ---- stage 4 -> out: compare the draw, emit the decision -----------------------------
-        mark = s4_mark_full | (s4_mark_ramp & (draw_span < product))
+        # ---- stage 4 -> 5: compare the draw (a 40-bit carry chain of its own: after it the
+        # ECN rewrite and the counter increments were the critical path, 6.9 ns) -------------
+        s5_valid, s5 = Signal(), Signal(desc_layout)
+        s5_qlen, s5_reason, s5_mark = Signal(W), Signal(DropReason), Signal()
+        in_flight.append(s5_valid)
+        with m.If(advance):
+            m.d.sync += [s5_valid.eq(s4_valid), s5.eq(s4), s5_qlen.eq(s4_qlen),
+                         s5_reason.eq(s4_reason),
+                         s5_mark.eq(s4_mark_full | (s4_mark_ramp & (draw_span < product)))]
+        s4_valid, s4, s4_qlen, s4_reason, mark = s5_valid, s5, s5_qlen, s5_reason, s5_mark
+
+        # ---- stage 5 -> out: emit the decision ---------------------------------------------------
         out = self.decision.payload
         with m.If(advance):
             m.d.sync += self.decision.valid.eq(s4_valid)
@@ -402,8 +417,13 @@ class EgressMarker(wiring.Component):
                 m.d.sync += counter.eq(counter + 1)
 
         # ---- registers: writes while the pipeline is empty (a write wins over a count) -------
+        # Registered, one cycle behind: empty at the last edge and nothing accepted on it means
+        # empty now (descriptors only enter through desc_accept).  The OR of every stage's
+        # valid bit straight into the write enables of the registers was the critical path.
         pipeline_empty = ~Cat(*in_flight, self.decision.valid, increment_pending).any()
+        was_empty = Signal()
+        m.d.sync += was_empty.eq(pipeline_empty & ~desc_accept)
         bank.source("SHARED_OCC", shared)
-        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=pipeline_empty)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=was_empty)
 
         return m

@@ -6,13 +6,14 @@ bit-exact golden model the RTL is verified against.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import qcn_cp_decision_layout, qcn_cp_frame_layout
 from ..lib.csr import CsrBank
 from ..lib.csr_port import csr_ports
+from ..lib.pipemul import pipelined_product, product_levels
 from .qcn_cp_config import QNTZ_BITS, QOFF_UNIT_SHIFT, QcnCpConfig
 
 __all__ = ["QcnCp"]
@@ -42,23 +43,25 @@ class QcnCp(wiring.Component):
         ``Fb < 0``, with ``qntz_fb`` (1..63) and ``q_off``/``q_delta`` (64-byte units, int16).
     csr_w : In(stream(csr_write_layout)), csr_raddr : In(6), csr_rdata : Out(32)
         The register port (:meth:`QcnCpConfig.register_map`, the ID header).  A write waits
-        until no sample is in the pipeline (``csr_w.ready``), frames are held while a write
-        waits, and it is applied at the edge that takes it: every sample sees one register
-        set.
+        until no sample is in the pipeline (``csr_w.ready``, one cycle after the last one
+        left), frames are held while a write waits, and it is applied at the edge that takes
+        it: every sample sees one register set.
 
     Latency and throughput
     ----------------------
     A frame that is not sampled: its decision is registered on the edge that accepts it
     (latency 1) and the next frame can be taken on the following edge: one frame per clock.
-    A sampled frame goes through four stages (``-Fb``; saturation at ``Fb_max``;
-    reciprocal multiply = ``qntzFb`` and the LFSR draw; the jittered reload), decision after 4
-    edges; ``frame.ready`` is low meanwhile (4 bubbles per sample; a sample is at most once per
-    ``min(lo)`` bytes, so the sustained rate stays above 1 frame/clock x (1 - 4 / frames per
-    interval)) and while a register write waits.  No division: the quantization is a multiply
-    by a reciprocal (registers M and K).
+    A sampled frame goes through :meth:`sample_latency` stages (``Q_off + w Q_delta`` in three
+    adder levels; saturation at ``Fb_max`` with ``63 s`` beside it; ``63 |Fb| + Fb_max - 1``;
+    the reciprocal multiply in a shift-and-add tree, one carry chain per stage; the shift by
+    ``K`` in two steps; the LFSR draw and the table row; the jitter product; the reload) and
+    ``frame.ready`` is low meanwhile (a sample is at most once per ``min(lo)`` bytes, so the
+    sustained rate stays above 1 frame/clock x (1 - latency / frames per interval)) and
+    while a register write waits.  No division: the quantization is a multiply by a
+    reciprocal (registers M and K).  Every stage is at most one carry chain deep, for the
+    156.25 MHz target: the unpipelined multiplies (in the FPGA's multiplier blocks) and the
+    barrel shift held the block at 38 MHz.
     """
-
-    SAMPLE_LATENCY = 4
 
     def __init__(self, config: QcnCpConfig):
         if not isinstance(config, QcnCpConfig):
@@ -70,6 +73,19 @@ class QcnCp(wiring.Component):
             **csr_ports(config.register_map()),
         })
 
+    #: terms added per register level of the two products (one carry chain per stage)
+    MUL_FAN_IN = 2
+
+    @classmethod
+    def sample_latency(cls, config: QcnCpConfig) -> int:
+        """Edges from the acceptance of a sampled frame to its decision (``frame.ready`` low
+        for all but the last): accept, 3 for ``-Fb``, 2 for the saturation and ``63 |Fb| +
+        Fb_max - 1``, the reciprocal product, 2 for the shift, 1 for the table row, the
+        jitter product (the decision is registered, with the reload, at the last edge)."""
+        x_bits = config.fb_max_width + QNTZ_BITS
+        return (1 + 3 + 2 + product_levels(x_bits, cls.MUL_FAN_IN) + 2 + 1
+                + product_levels(config.draw_bits, cls.MUL_FAN_IN))
+
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
@@ -77,38 +93,53 @@ class QcnCp(wiring.Component):
         bank = CsrBank(cfg.register_map())
         reg = cfg.registers_from({r.name: bank[r.name] for r in bank.map.registers})
         W, D = cfg.occ_width, cfg.draw_bits
+        FBW = cfg.fb_max_width
 
         remaining = Signal(W, init=reg.first_interval)
         q_old = Signal(W)
         lfsr = Signal(cfg.lfsr.width, init=cfg.lfsr.seed)
 
-        p1, p2, p3 = Signal(), Signal(), Signal()
-        s1_off = Signal(signed(W + 1))
-        s1_delta = Signal(signed(W + 1))
-        s2_s = Signal(signed(cfg.sum_width))
-        s2_off = Signal(signed(W + 1 - QOFF_UNIT_SHIFT))      # 64-byte units (floor)
-        s2_delta = Signal(signed(W + 1 - QOFF_UNIT_SHIFT))
-        s3_pos = Signal()
-        s3_mag = Signal(cfg.fb_max_width)
-        s3_off16, s3_delta16 = Signal(16), Signal(16)
-        s4_pos = Signal()
-        s4_qntz = Signal(QNTZ_BITS)
-        s4_r = Signal(D)
-        s4_off16, s4_delta16 = Signal(16), Signal(16)
-        p4 = Signal()
+        # One sample at a time is in flight (frames wait while it is), so the data registers
+        # below load on every edge and only the valid bit ``v`` of each stage matters.
+        stages = []
+
+        def stage(name):
+            v = Signal(name=f"v_{name}")
+            m.d.sync += v.eq(stages[-1] if stages else accept_sampled)
+            stages.append(v)
+            return v
+
+        def delay(sig, n, name):
+            """``sig`` delayed by ``n`` edges (beside a product's register levels)."""
+            for k in range(n):
+                reg_ = Signal.like(sig, name=f"{name}_d{k}")
+                m.d.sync += reg_.eq(sig)
+                sig = reg_
+            return sig
+
+        # Derived from the registers, registered: they change only with a register write,
+        # taken with no sample in flight, and a sample needs them several edges after it starts.
+        fbm1 = Signal(signed(FBW + 1))                       # Fb_max - 1
+        xmax = Signal(signed(FBW + QNTZ_BITS + 1))           # 63 Fb_max + Fb_max - 1
+        neg_mult = Signal(signed(cfg.mult_width + 1))        # -M (the product of x = -1)
+        m.d.sync += [fbm1.eq(reg.fb_max - 1), xmax.eq((reg.fb_max << QNTZ_BITS) - 1),
+                     neg_mult.eq(-reg.qntz_mult)]
 
         out = self.decision
         out_free = ~out.valid | out.ready
         with m.If(out.ready):
             m.d.sync += out.valid.eq(0)
-        busy = p1 | p2 | p3 | p4
+        busy = Signal()
         m.d.comb += self.frame.ready.eq(~busy & out_free & ~self.csr_w.valid)
         accept = self.frame.valid & self.frame.ready
         f = self.frame.payload
 
         # ---- accept: the byte counter; a sampled frame starts the pipeline ----------------------
         sampled = f.length >= remaining
-        m.d.sync += p1.eq(accept & sampled)
+        accept_sampled = accept & sampled
+        s1_off = Signal(signed(W + 1))
+        s1_delta = Signal(signed(W + 1))
+        stage("1")
         with m.If(accept):
             with m.If(sampled):
                 m.d.sync += [
@@ -123,50 +154,103 @@ class QcnCp(wiring.Component):
                     out.payload.eq(0),
                 ]
 
-        # ---- stage 1: s = Q_off + w Q_delta = -Fb ---------------------------------------------
-        m.d.sync += [p2.eq(p1), s2_s.eq(s1_off + s1_delta * reg.w),
-                     s2_off.eq(s1_off >> QOFF_UNIT_SHIFT),
-                     s2_delta.eq(s1_delta >> QOFF_UNIT_SHIFT)]
+        # ---- s = Q_off + w Q_delta = -Fb: five terms (w has 4 bits), two per adder level --------
+        SUM = signed(cfg.sum_width)
+        d = s1_delta
+        a_p, a_q, a_r = Signal(SUM), Signal(SUM), Signal(SUM)
+        stage("2")
+        m.d.sync += [a_p.eq(s1_off + Mux(reg.w[0], d, 0)),
+                     a_q.eq(Mux(reg.w[1], d << 1, 0) + Mux(reg.w[2], d << 2, 0)),
+                     a_r.eq(Mux(reg.w[3], d << 3, 0))]
+        b_pq, b_r = Signal(SUM), Signal(SUM)
+        stage("3")
+        m.d.sync += [b_pq.eq(a_p + a_q), b_r.eq(a_r)]
+        s4_s = Signal(SUM)
+        stage("4")
+        m.d.sync += s4_s.eq(b_pq + b_r)
+        # the CNM offsets (64-byte units), carried from stage 1
+        off_units = delay(s1_off >> QOFF_UNIT_SHIFT, 3, "off")
+        delta_units = delay(s1_delta >> QOFF_UNIT_SHIFT, 3, "delta")
 
-        # ---- stage 2: saturate at Fb_max; CNM offsets -----------------------------------------
+        # ---- saturation at Fb_max; 63 s beside it; the CNM offsets ------------------------------
+        s5_pos, s5_sat = Signal(), Signal()
+        s5_s63 = Signal(signed(cfg.sum_width + QNTZ_BITS))
+        s5_off16, s5_delta16 = Signal(16), Signal(16)
+        stage("5")
         m.d.sync += [
-            p3.eq(p2),
-            s3_pos.eq(s2_s > 0),
-            s3_mag.eq(Mux(s2_s > reg.fb_max, reg.fb_max, s2_s)[:len(s3_mag)]),
-            s3_off16.eq(_sat_i16(s2_off)),
-            s3_delta16.eq(_sat_i16(s2_delta)),
+            s5_pos.eq(s4_s > 0),
+            s5_sat.eq(s4_s > reg.fb_max),
+            s5_s63.eq((s4_s << QNTZ_BITS) - s4_s),
+            s5_off16.eq(_sat_i16(off_units)),
+            s5_delta16.eq(_sat_i16(delta_units)),
         ]
-
-        # ---- stage 3: qntzFb = ((63 mag + Fb_max - 1) M) >> K (M, K: registers, exact for the
-        # M, K of QcnCpConfig.registers()); the jitter draw -----------------------------------
-        qntz = (((s3_mag << QNTZ_BITS) - s3_mag + reg.fb_max - 1) * reg.qntz_mult) \
-            >> reg.qntz_shift
+        # ---- x = 63 min(s, Fb_max) + Fb_max - 1 (x = -1 only when Fb_max = 0) -------------------
+        X = signed(FBW + QNTZ_BITS + 1)
+        s6_x = Signal(X)
+        stage("6")
+        m.d.sync += s6_x.eq(Mux(s5_sat, xmax, (s5_s63 + fbm1)[:len(s6_x)].as_signed()))
+        x_neg = s6_x < 0
+        x_mag = Mux(x_neg, 0, s6_x)[:len(s6_x) - 1]
+        # ---- x M in a shift-and-add tree (x >= 0); -M when x = -1 -------------------------------
+        prod, lat = pipelined_product(m, reg.qntz_mult, x_mag, fan_in=self.MUL_FAN_IN,
+                                      name="qntz")
+        for k in range(lat):
+            stage(f"mul{k}")
+        neg_d = delay(x_neg, lat, "xneg")
+        P = Mux(neg_d, neg_mult, prod)            # signed; the product zero-extended
+        # ---- >> K in two steps: by K & ~7 keeping the 13 bits the second step can need ---------
+        K = reg.qntz_shift
+        s_t = Signal(QNTZ_BITS + 7)
+        stage("shift_hi")
+        m.d.sync += s_t.eq((P >> Cat(C(0, 3), K[3:]))[:len(s_t)])
+        s_qntz = Signal(QNTZ_BITS)
+        s_r = Signal(D)
+        stage("shift_lo")
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
-        m.d.sync += [p4.eq(p3), s4_pos.eq(s3_pos), s4_off16.eq(s3_off16),
-                     s4_delta16.eq(s3_delta16)]
-        with m.If(p3):
-            m.d.sync += [
-                s4_qntz.eq(Mux(s3_pos, qntz[:QNTZ_BITS], 0)),
-                s4_r.eq(lfsr_next[:D]),
-                lfsr.eq(lfsr_next),
-            ]
-
-        # ---- stage 4: the jittered reload and the decision ------------------------------------
+        # (s5_pos, valid since stage 5, aligned with s_t: 2 + lat edges later)
+        m.d.sync += s_qntz.eq(Mux(delay(s5_pos, lat + 2, "pos"), (s_t >> K[:3])[:QNTZ_BITS], 0))
+        with m.If(stages[-2]):
+            m.d.sync += [s_r.eq(lfsr_next[:D]), lfsr.eq(lfsr_next)]
+        # ---- the table row of qntzFb >> 3 --------------------------------------------------------
         lo, span = Signal(W), Signal(W)
-        with m.Switch(s4_qntz[3:]):
+        stage("row")
+        with m.Switch(s_qntz[3:]):
             for i in range(8):
                 with m.Case(i):
-                    m.d.comb += [lo.eq(reg.sample_lo[i]), span.eq(reg.sample_span[i])]
-        reload = lo + ((span * s4_r) >> D)
-        with m.If(p4):
+                    m.d.sync += [lo.eq(reg.sample_lo[i]), span.eq(reg.sample_span[i])]
+        jit, jlat = pipelined_product(m, span, delay(s_r, 1, "r"), fan_in=self.MUL_FAN_IN,
+                                      name="jitter")
+        for k in range(jlat):
+            stage(f"jit{k}")
+        lo_d = delay(lo, jlat, "lo")
+        qntz_d = delay(s_qntz, 1 + jlat, "qntz")
+        # stage 5's results, aligned with the last stage
+        to_last = len(stages) - 5
+        pos_o = delay(s5_pos, to_last, "pos_o")
+        off16_o = delay(s5_off16, to_last, "off16_o")
+        delta16_o = delay(s5_delta16, to_last, "delta16_o")
+        last = stages[-1]
+        # ---- the jittered reload and the decision ------------------------------------------------
+        reload = lo_d + (jit >> D)
+        with m.If(last):
             m.d.sync += [
                 remaining.eq(reload[:W]),
                 out.valid.eq(1),
                 out.payload.sampled.eq(1),
-                out.payload.cnm.eq(s4_pos),
-                out.payload.qntz_fb.eq(s4_qntz),
-                out.payload.q_off.eq(Mux(s4_pos, s4_off16, 0)),
-                out.payload.q_delta.eq(Mux(s4_pos, s4_delta16, 0)),
+                out.payload.cnm.eq(pos_o),
+                out.payload.qntz_fb.eq(qntz_d),
+                out.payload.q_off.eq(Mux(pos_o, off16_o, 0)),
+                out.payload.q_delta.eq(Mux(pos_o, delta16_o, 0)),
             ]
-        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~busy)
+        assert len(stages) == self.sample_latency(cfg), (len(stages), self.sample_latency(cfg))
+        # "a sample in flight", registered: next cycle's stage bits are this cycle's shifted
+        # by one, so this equals the OR of the stage bits without it in front of
+        # ``frame.ready`` and the accept enables (7.3 ns as an OR of 18 bits)
+        m.d.sync += busy.eq(accept_sampled | Cat(*stages[:-1]).any())
+        # A write's "no sample in flight" is registered, one cycle behind: idle at the last edge
+        # and no sample started on it means idle now.  The OR of every stage's valid bit
+        # straight into the registers' write enables was the critical path (7.2 ns).
+        was_idle = Signal()
+        m.d.sync += was_idle.eq(~busy & ~accept_sampled)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=was_idle)
         return m

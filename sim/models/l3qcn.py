@@ -44,7 +44,9 @@ from hw.layouts import (
 )
 from hw.switch.hash_table_config import HashTableConfig
 from hw.switch.l3qcn_config import (
+    L3QCN_CP_GEN_BASE,
     L3QCN_CP_WINDOW,
+    L3QCN_TOR_GEN_BASE,
     PRIVATE_CNM_PDU_BYTES,
     PRIVATE_CNM_VERSION,
     L3qcnCpConfig,
@@ -277,6 +279,9 @@ class L3qcnCpModel:
         if addr < L3QCN_CP_WINDOW:
             self.cp.write(addr, value)
             return
+        if self._gen(addr):                 # GEN_*: the CNP generator's own registers
+            self.cnp.write(addr - L3QCN_CP_GEN_BASE, value)
+            return
         hit = self.csr.write(addr, value)
         if hit is not None and hit[0].name == "TBL_CMD":
             r = self.table.table.command(
@@ -285,8 +290,17 @@ class L3qcnCpModel:
                 self.csr["TBL_VALUE"])
             self.tbl_status, self.tbl_result = int(r.status.value), r.value
 
+    def _gen(self, addr: int) -> bool:
+        regs = self.cfg.cnp.register_map().registers
+        return (self.cfg.mode == "roce"
+                and 0 <= addr - L3QCN_CP_GEN_BASE <= max(r.addr for r in regs))
+
     def read(self, addr: int) -> int:
-        return self.cp.read(addr) if addr < L3QCN_CP_WINDOW else self.csr.read(addr)
+        if addr < L3QCN_CP_WINDOW:
+            return self.cp.read(addr)
+        if self._gen(addr):
+            return self.cnp.read(addr - L3QCN_CP_GEN_BASE)
+        return self.csr.read(addr)
 
     def frame(self, f: L3qcnFrame) -> bytes | None:
         d = self.cp.step(CpFrame(f.qlen, f.length))
@@ -336,7 +350,11 @@ class TorModel:
 
     def write(self, addr: int, value: int) -> None:
         """A register write; a write to ``TBL_CMD`` applies the table command at once (the
-        RTL's result is in ``TBL_STATUS`` / ``RES_*`` once ``busy`` has cleared)."""
+        RTL's result is in ``TBL_STATUS`` / ``RES_*`` once ``busy`` has cleared); ``GEN_*``:
+        the CNM generator's registers."""
+        if self._gen(addr):
+            self.cnm.write(addr - L3QCN_TOR_GEN_BASE, value)
+            return
         hit = self.csr.write(addr, value)
         if hit is None or hit[0].name != "TBL_CMD":
             return
@@ -351,7 +369,13 @@ class TorModel:
         self.tbl_status = int(r.status.value)
         self.tbl_result = FlowInfo(**_FLOW.unpack(r.value))
 
+    def _gen(self, addr: int) -> bool:
+        regs = self.cfg.cnm_config().register_map().registers
+        return 0 <= addr - L3QCN_TOR_GEN_BASE <= max(r.addr for r in regs)
+
     def read(self, addr: int) -> int:
+        if self._gen(addr):
+            return self.cnm.read(addr - L3QCN_TOR_GEN_BASE)
         return self.csr.read(addr)
 
     def learn(self, t: FiveTuple, info: FlowInfo) -> HtStatus:

@@ -48,11 +48,12 @@ CP_CONFIG = QcnCpConfig(q_eq=64, w=2, sample_table=(40, 36, 32, 28, 24, 20, 16, 
                         jitter=0.25, draw_bits=4, occ_width=8, len_width=6,
                         lfsr=LfsrParams(width=8, taps=0xB8, seed=0x5A))
 
-#: The bounds: two samples with their 4-stage pipelines (5 cycles from accept to decision),
-#: the second one's Q_delta against the first's qlen (feedback); three samples, or two with
-#: unsampled frames between them, with stalls (sampling).
-CP_FEEDBACK_DEPTH = 12
-CP_SAMPLING_DEPTH = 11
+#: The bounds: two samples with their pipelines (sample_latency + 1 cycles from accept to
+#: decision: 17 for this configuration), the second one's Q_delta against the first's qlen
+#: (feedback); two samples with unsampled frames between them, with stalls (sampling).
+_SAMPLE_CYCLES = QcnCp.sample_latency(CP_CONFIG) + 1
+CP_FEEDBACK_DEPTH = 2 * _SAMPLE_CYCLES + 2
+CP_SAMPLING_DEPTH = 2 * _SAMPLE_CYCLES + 1
 #: samples whose reload the sampling harness knows (more than the bound can reach)
 CP_SAMPLES = 4
 
