@@ -41,7 +41,8 @@ OUT = ROOT / "build" / "mutate"
 #: block -> (its RTL sources, its fast Amaranth-simulation tests)
 BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "cnp_gen": (["hw/nic/cnp_gen.py", "hw/lib/checksum.py"], ["tests/test_cnp.py"]),
-    "rate_limiter": (["hw/nic/rate_limiter.py"], ["tests/test_rate_limiter.py"]),
+    "rate_limiter": (["hw/nic/rate_limiter.py"],
+                     ["tests/test_rate_limiter.py", "tests/test_rate_limiter_edges.py"]),
     "dcqcn_rp": (["hw/nic/dcqcn_rp.py"], ["tests/test_dcqcn_rp_sim.py"]),
     "dcqcn_np": (["hw/nic/dcqcn_np.py"], ["tests/test_dcqcn_np.py"]),
     "qcn_rp": (["hw/nic/qcn_rp.py"], ["tests/test_qcn_rp.py"]),
@@ -84,6 +85,39 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the go-back candidate (una_new = that LSN, + mtu, 'is the last') is the same triple "
         "as the advance or hold candidate (nxt_mtu = nxt + mtu and is_last = nxt + mtu >= "
         "msg_len hold in every reachable state)",
+    ("hw/nic/rate_limiter.py",
+     "send_ok = self.send.valid & (self.send.payload.flow < cfg.flows)", "< -> <="):
+        "send_ok is only used ANDed with flow == i for i < flows (send_i, and new_inc only "
+        "through send_i): flow == flows matches no i either way",
+    ("hw/nic/rate_limiter.py",
+     "rate_ok = self.rate.valid & (self.rate.payload.flow < cfg.flows)", "< -> <="):
+        "rate_ok is only used ANDed with flow == i for i < flows: flow == flows matches no i",
+    ("hw/nic/rate_limiter.py",
+     "clamped = Mux(new_rate < min_rate, min_rate, Mux(new_rate > max_rate, max_rate, "
+     "new_rate))", "< -> <="):
+        "at new_rate == min_rate both arms are min_rate",
+    ("hw/nic/rate_limiter.py",
+     "clamped = Mux(new_rate < min_rate, min_rate, Mux(new_rate > max_rate, max_rate, "
+     "new_rate))", "> -> >="):
+        "at new_rate == max_rate both arms are max_rate",
+    ("hw/nic/rate_limiter.py",
+     "m.d.comb += base.eq(Mux(paid < floor, floor, paid))", "< -> <="):
+        "at paid == floor both arms are floor",
+    ("hw/nic/rate_limiter.py",
+     "m.d.sync += credit[i].eq(Mux(earned <= cap, earned, Mux(base > cap, base, cap)))",
+     "<= -> <"):
+        "at earned == cap the other arm is max(base, cap) = cap = earned (base <= earned: "
+        "inc >= 0)",
+    ("hw/nic/rate_limiter.py",
+     "m.d.sync += credit[i].eq(Mux(earned <= cap, earned, Mux(base > cap, base, cap)))",
+     "> -> >="):
+        "at base == cap both arms are cap",
+    ("hw/switch/cnm_gen.py", "carried = Mux(r.msdu_len > MB, MB, r.msdu_len)", "> -> >="):
+        "at msdu_len == MB both arms are MB",
+    ("hw/switch/cnm_gen.py",
+     "length = Mux(carried < MIN_FRAME_BYTES - CNM_HEADER_BYTES, MIN_FRAME_BYTES,", "< -> <="):
+        "at carried == MIN_FRAME_BYTES - CNM_HEADER_BYTES the other arm, CNM_HEADER_BYTES + "
+        "carried, is MIN_FRAME_BYTES",
 }
 
 CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,

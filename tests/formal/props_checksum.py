@@ -253,6 +253,8 @@ PROPERTIES = [
              cover_depth=CNP_DEPTH, timeout=300),
     Property("l3qcn.private_cnm_ip_checksum", "every private CNM on the generator's output "
              "(any request, back-pressure, resets): its IPv4 header sums to 0xFFFF",
-             _private_cnm_ip_checksum(PRIVATE_CNM), mode="bmc", depth=10, cover_depth=10,
+             # the first CNM's last beat is at step 13 since the generator's pipeline grew
+             # (27 Nov 2026; step 7 before): + 2 cycles of back-pressure or a later request
+             _private_cnm_ip_checksum(PRIVATE_CNM), mode="bmc", depth=16, cover_depth=16,
              timeout=300),
 ]

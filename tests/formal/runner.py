@@ -47,6 +47,7 @@ MODULES = [
     "tests.formal.props_hash_table",
     "tests.formal.props_qcn_cp",
     "tests.formal.props_ldcp_transport",
+    "tests.formal.props_flow_engine",
 ]
 
 
