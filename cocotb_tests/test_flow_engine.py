@@ -1,7 +1,9 @@
 """pytest runners: the multi-flow engine on Verilator through the generic engine testbench
 (cocotb_tests/flow_engine_tb.py): the toy datapath (top flow_engine_toy), DCQCN (top
 dcqcn_engine_1k, once per profile: the profile's registers written through csr_w at run time
-on the one build, ConnectX at reset) and QCN (top qcn_engine_1k); 1024 flows each.
+on the one build, ConnectX at reset), QCN (top qcn_engine_1k), TIMELY and Swift (tops
+timely_engine_1k, swift_engine_1k: the algorithm's completions / ACKs, test algo_events); 1024
+flows each.
 
 Event counts: ``make test`` runs are meant to cost under about a minute each on a 2-core
 machine (build excluded; the DCQCN/QCN default of 6,000 events is sized from the toy's run and
@@ -21,7 +23,7 @@ import os
 
 import pytest
 
-from cocotb_tests.infra.build import build_top, run_cocotb, run_length
+from cocotb_tests.infra.build import build_top, long_runs, run_cocotb, run_length
 from gateware.tops import TOPS
 from hw.nic.dcqcn_config import PROFILES, DcqcnRpConfig
 
@@ -128,3 +130,38 @@ def test_engine_saturation(top, model_dp):
     b, extra = algo_build(top)
     run_cocotb(b, TB, "saturation", tag="saturation",
                env=engine_env(top, model_dp, "0", 41, CC_SAT_EVENTS="2000", **extra))
+
+
+# -- TIMELY and Swift (no timers: a small wheel is enough) -------------------------------------
+
+TIMELY_DP = "sim.models.timely:TimelyDatapathModel"
+SWIFT_DP = "sim.models.swift:SwiftDatapathModel"
+
+
+def no_timer_build(top: str):
+    """(build, extra env) of a datapath without timers: the top with a 2048-slot wheel (the
+    engine's capacity rule at 1024 flows, one entry each; nothing is ever inserted), which
+    Verilates in a fraction of the full wheel's time."""
+    cfg = TOPS[top].config
+    cfg = cfg.replace(engine=cfg.engine.replace(wheel_slots=2048, wheel_horizon=128,
+                                                wheel_entries_per_flow=1))
+    return (build_top(f"{top}_w2k_tb", TOPS[top].factory(cfg)),
+            {"CC_ENGINE_CONFIG": cfg.to_json()})
+
+
+@pytest.mark.cocotb
+@pytest.mark.skipif(
+    not long_runs() and os.environ.get("CC_DELAY_ENGINES", "0") in ("", "0"),
+    reason="TIMELY / Swift engine tops on Verilator: CC_LONG=1 or CC_DELAY_ENGINES=1 (their "
+           "builds are not yet timed against the suite's budget)")
+@pytest.mark.parametrize("top,model_dp,source,seed", [
+    ("timely_engine_1k", TIMELY_DP, "timely", 51), ("swift_engine_1k", SWIFT_DP, "swift", 52)])
+def test_delay_engine_random_events(top, model_dp, source, seed):
+    """TIMELY / Swift engine, 1024 flows: the algorithm's completions / ACKs (hot flows, every
+    flow active), TX, READ / WRITE / STOP / START / RESET, register rewrites, back-pressure;
+    every output every cycle, every flow READ and every counter compared with the model.
+    ``CC_DELAY_ENGINES=1``: 2,000 events; ``CC_LONG=1``: 150,000 over the 1024 flows."""
+    b, extra = no_timer_build(top)
+    run_cocotb(b, TB, "algo_events", tag=f"algo_events_{source}",
+               env=engine_env(top, model_dp, run_length(2_000, LONG_EVENTS, "CC_EVENTS"), seed,
+                              CC_CN_SOURCE=source, **extra))

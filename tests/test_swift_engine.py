@@ -1,4 +1,4 @@
-"""Swift's datapath of the multi-flow engine (hw/nic/swift_engine.py), pipelined (50 modify
+"""Swift's datapath of the multi-flow engine (hw/nic/swift_engine.py), pipelined (54 modify
 cycles), in Amaranth's simulator: the hand-derived known answers of docs/swift.md (the cut, its
 once-per-RTT guard, max_mdf's bound, the transition into and out of a window below one packet
 with its pacing delay) on one flow, each event on the state the previous one produced; the

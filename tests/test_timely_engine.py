@@ -1,4 +1,4 @@
-"""TIMELY's datapath of the multi-flow engine (hw/nic/timely_engine.py), pipelined (22 modify
+"""TIMELY's datapath of the multi-flow engine (hw/nic/timely_engine.py), pipelined (29 modify
 cycles), in Amaranth's simulator: hand-derived known answers (docs/timely.md's rising-then-
 falling RTT sequence, one flow, each completion on the state the last one produced), every
 rule's boundary against hand-computed values, random states, completions and registers against

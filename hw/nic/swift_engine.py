@@ -31,7 +31,6 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data
-from amaranth.lib.memory import Memory
 
 from ..lib.csa import fit
 from ..lib.pipeline import Divider, Stages, lt, mul_rows, reduce_rows
@@ -98,8 +97,8 @@ def swift_register_list(cfg: SwiftConfig) -> list[tuple[str, int, int]]:
             ("max_hops", HOP_BITS, r.max_hops)]
 
 
-#: the latency of the pipelined build (107.3 MHz alone on ECP5 speed 6; target 156.25 MHz)
-SWIFT_PIPE_LATENCY = 50
+#: the latency of the pipelined build (target 156.25 MHz; at latency 50 it measured 107.3 MHz)
+SWIFT_PIPE_LATENCY = 54
 
 
 def _lead(x):
@@ -151,6 +150,7 @@ class SwiftDatapath(FlowDatapath):
                 raise ConfigError(self, name, reset,
                                   f"a value below 2**{width} (the register's width)")
         self.fs_rom = config.registers().fs_rom
+        assert len(self.fs_rom) == FS_ENTRIES       # every 9-bit index has its entry
         self.latency = SWIFT_PIPE_LATENCY if pipelined else 1
 
     def init_state(self, regs) -> dict:
@@ -190,62 +190,76 @@ class SwiftDatapath(FlowDatapath):
         v.thr = (ONE16 - fit(r.mdf_floor, FRAC16 + 3)).as_signed()     # max_mdf, signed
         v.lo_val = Mux(lt(r.max_cwnd, r.min_cwnd), r.max_cwnd, r.min_cwnd)
         v = st(v)
-        # ---- 2: RTT of an ACK; the flow-scaling index (the ROM is read at the cut)
+        # ---- 2: RTT of an ACK; the flow-scaling index
         s = v.s
         v.rtt_ack = sat_d(v.fab + v.ep)
         # the FS_MANT bits below the leading one (zero-filled); fcwnd = 0 indexes entry
         # 31 * 2**FS_MANT (Python's index -16 of the model's table)
         norm = (s.fcwnd << (~v.fe)[:5])[:CW_BITS]          # 31 - e
         mant = norm[CW_BITS - 1 - FS_MANT:CW_BITS - 1]
-        idx = Mux(v.fany, Cat(mant, v.fe), (CW_BITS - 1) << FS_MANT)
+        v.idx = Mux(v.fany, Cat(mant, v.fe), (CW_BITS - 1) << FS_MANT)
         v.hs = red(mul_rows(r.hop_scale, v.hops, D + HOP_BITS), D + HOP_BITS, 3)
         v.ain = red(v.ain, AI_BITS + N_BITS)
         v.reset_to = ~lt(v.retx_to, r.retx_reset)
         del v.fany, v.fe, v.hops
-        rom = Memory(shape=D, depth=FS_ENTRIES, init=self.fs_rom)
-        m.submodules[f"sw_fs_rom_{st.n}"] = rom
-        rp = rom.read_port(domain="sync" if st.pipelined else "comb")
-        m.d.comb += rp.addr.eq(idx)
-        if not st.pipelined:
-            v.rom = rp.data
         v = st(v)
-        if st.pipelined:
-            v.rom = rp.data
-        # ---- 3: the RTT of this event; the once-per-RTT guard; the target's rows
+        # ---- 3: the flow-scaling ROM read, as logic from the registered index (a block
+        #         RAM's read data comes 5.6 ns after the clock on ECP5 speed 6 without its
+        #         output register, which Yosys does not infer: no time left in the cycle);
+        #         the RTT of this event
+        rom = Signal(D, name=f"sw_fs_rom_{st.n}")
+        cases: dict[int, list[int]] = {}
+        for i, val in enumerate(self.fs_rom):
+            cases.setdefault(val, []).append(i)
+        with m.Switch(v.idx):
+            for val, idxs in cases.items():
+                with m.Case(*idxs):
+                    m.d.comb += rom.eq(val)
+        v.rom = rom
+        del v.idx
         s = v.s
         v.rtt = Mux(v.ack, v.rtt_ack, s.rtt)
         del v.rtt_ack
+        v.hs = red(v.hs, D + HOP_BITS + 2)
+        v.ain = reduce_rows(v.ain, AI_BITS + N_BITS)
+        v = st(v)
+        # ---- 4: the once-per-RTT guard
+        s = v.s
+        v.can = ~s.decreased | ~lt(v.dt, v.rtt)
+        del v.dt
+        v = st(v)
+        # ---- 5: the target's rows
         TW = D + HOP_BITS + 2            # base + hops x h + fs before the saturation
         v.tsum = red([fit(r.base_target, TW), fit(v.rom, TW)] + [fit(x, TW) for x in v.hs],
                      TW, 3)
         del v.rom, v.hs
-        v.ain = reduce_rows(v.ain, AI_BITS + N_BITS)
         v = st(v)
-        # ---- 4: the target
+        # ---- 6: the target's sum
+        v.tsum = reduce_rows(v.tsum, TW)
+        v = st(v)
+        # ---- 7: the target, saturated; whether each window is at least one packet
         s = v.s
-        v.can = ~s.decreased | ~lt(v.dt, v.rtt)
-        del v.dt
-        v.target = sat_d(reduce_rows(v.tsum, D + HOP_BITS + 2))
+        v.target = sat_d(v.tsum)
         del v.tsum
+        v.f_ge1 = s.fcwnd[CW_FRAC:] != 0
+        v.e_ge1 = s.ecwnd[CW_FRAC:] != 0
         v = st(v)
-        # ---- 5: each window's delay against its target
-        s = v.s
+        # ---- 8: each window's delay against its target
         v.fd = (fit(v.fab, D + 1) - fit(v.target, D + 1))[:D + 1]
         v.ed = (fit(v.ep, D + 1) - fit(r.endpoint_target, D + 1))[:D + 1]
         v.f_t0 = v.target == 0
         v.e_t0 = r.endpoint_target == 0
         v = st(v)
-        # ---- 6: the dividers start: ai n 2**16 / w (an increase at >= 1 packet) or
-        #         (delay - target) 2**32 / delay (a cut's ratio, in 2**-32)
+        # ---- 9: the dividers start: ai n 2**16 / w (an increase at >= 1 packet) or
+        #          (delay - target) 2**32 / delay (a cut's ratio, in 2**-32)
         s = v.s
         wins = (("f", s.fcwnd, v.fab), ("e", s.ecwnd, v.ep))
         divs = {}
         for k, w, delay in wins:
             d = getattr(v, k + "d")
             below = d[D]
-            ge1 = w[CW_FRAC:] != 0
+            ge1 = getattr(v, k + "_ge1")
             setattr(v, k + "_lt", below)
-            setattr(v, k + "_ge1", ge1)
             inc = below & ge1
             num = Mux(inc, fit(v.ain, 64) << CW_FRAC, Cat(Const(0, 32), d[:D]))
             den = Mux(inc, w, delay)
@@ -256,12 +270,12 @@ class SwiftDatapath(FlowDatapath):
             delattr(v, k + "d")
         del v.fab, v.ep
         v = st(v)
-        # ---- 7 ... 22: 16 radix-4 steps each
+        # ---- 10 ... 25: 16 radix-4 steps each
         for _ in range(16):
             for k in ("f", "e"):
                 setattr(v, k + "_div", divs[k].step(getattr(v, k + "_div")))
             v = st(v)
-        # ---- 23: the quotients; beta x ratio rows; the increased window
+        # ---- 26: the quotients; beta x ratio rows; the increased window
         s = v.s
         for k, w in (("f", s.fcwnd), ("e", s.ecwnd)):
             q = divs[k].quotient(getattr(v, k + "_div"))
@@ -272,16 +286,16 @@ class SwiftDatapath(FlowDatapath):
             setattr(v, k + "_inc", w + Mux(getattr(v, k + "_ge1"), q, v.ain))
         del v.ain
         v = st(v)
-        # ---- 24
+        # ---- 27
         for k in ("f", "e"):
             setattr(v, k + "_bw", red(getattr(v, k + "_bw"), 2 * FRAC16 + 1))
         v = st(v)
-        # ---- 25: p = beta ratio >> 16
+        # ---- 28: p = beta ratio >> 16
         for k in ("f", "e"):
             setattr(v, k + "_p", reduce_rows(getattr(v, k + "_bw"), 2 * FRAC16 + 1)[FRAC16:])
             delattr(v, k + "_bw")
         v = st(v)
-        # ---- 26: the cut's factor max(2**16 - p, mdf_floor) (an ACK) or mdf_floor
+        # ---- 29: the cut's factor max(2**16 - p, mdf_floor) (an ACK) or mdf_floor
         for k in ("f", "e"):
             p = getattr(v, k + "_p")
             f = Mux(lt(v.thr, p), r.mdf_floor, ONE16 - p)
@@ -289,7 +303,7 @@ class SwiftDatapath(FlowDatapath):
             delattr(v, k + "_p")
         del v.thr
         v = st(v)
-        # ---- 27, 28: w x f rows
+        # ---- 30, 31: w x f rows
         s = v.s
         MW = CW_BITS + FRAC16 + 1
         for k, w in (("f", s.fcwnd), ("e", s.ecwnd)):
@@ -299,12 +313,12 @@ class SwiftDatapath(FlowDatapath):
         for k in ("f", "e"):
             setattr(v, k + "_wf", red(getattr(v, k + "_wf"), MW))
         v = st(v)
-        # ---- 29: the cut window
+        # ---- 32: the cut window
         for k in ("f", "e"):
             setattr(v, k + "_cut", reduce_rows(getattr(v, k + "_wf"), MW)[FRAC16:])
             delattr(v, k + "_wf")
         v = st(v)
-        # ---- 30: which value, and whether it is clamped (an ACK always; a cut always)
+        # ---- 33: which value, and whether it is clamped (an ACK always; a cut always)
         s = v.s
         ack_cut = v.ack & v.can
         fr_cut = (v.to & ~v.reset_to | v.fr) & v.can
@@ -318,30 +332,37 @@ class SwiftDatapath(FlowDatapath):
         v.clamp = v.ack | fr_cut
         v.to_min = v.to & v.reset_to
         v = st(v)
-        # ---- 31: the clamp [min_cwnd, max_cwnd]
+        # ---- 34, 35: the clamp [min_cwnd, max_cwnd]: the compares, then the selects
         for k in ("f", "e"):
             x = getattr(v, k + "_x")
-            c = Mux(lt(x, r.min_cwnd), v.lo_val, Mux(lt(r.max_cwnd, x), r.max_cwnd, x))
+            setattr(v, k + "_below", lt(x, r.min_cwnd))
+            setattr(v, k + "_above", lt(r.max_cwnd, x))
+        v = st(v)
+        for k in ("f", "e"):
+            x = getattr(v, k + "_x")
+            below, above = getattr(v, k + "_below"), getattr(v, k + "_above")
+            c = Mux(below, v.lo_val, Mux(above, r.max_cwnd, x))
             w = Mux(v.to_min, r.min_cwnd, Mux(v.clamp, c, x))
             setattr(v, k + "_w", w[:CW_BITS])
-            delattr(v, k + "_x")
+            for name in ("_x", "_below", "_above"):
+                delattr(v, k + name)
         del v.lo_val, v.clamp, v.to_min
         v = st(v)
-        # ---- 32: the effective window; a decrease stamps the time
+        # ---- 36: the effective window; a decrease stamps the time
         v.cwnd = Mux(lt(v.e_w, v.f_w), v.e_w, v.f_w)
         v.dec = lt(v.f_w, v.prev) | lt(v.e_w, v.prev)
         del v.prev
         v = st(v)
-        # ---- 33: the pacing delay RTT 2**16 / cwnd starts (below one packet only)
+        # ---- 37: the pacing delay RTT 2**16 / cwnd starts (below one packet only)
         v.pacing = v.cwnd[CW_FRAC:] == 0
         pdiv = Divider(CW_FRAC, PACE_BITS)
         v.pdiv = pdiv.start(Cat(Const(0, CW_FRAC), v.rtt), v.cwnd[:CW_FRAC])
         v = st(v)
-        # ---- 34 ... 49
+        # ---- 38 ... 53
         for _ in range(16):
             v.pdiv = pdiv.step(v.pdiv)
             v = st(v)
-        # ---- 50: the next state
+        # ---- 54: the next state
         s = v.s
         n = Signal(self.state_layout, name="sw_next")
         m.d.comb += n.eq(s)

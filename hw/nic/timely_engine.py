@@ -10,7 +10,7 @@ events leave the state as it is).  The bit-exact model is
 :func:`sim.models.timely.timely_update`).
 
 The update is a feed-forward pipeline (:data:`TIMELY_PIPE_LATENCY` cycles; alone on ECP5-85
-speed 6 it reaches 101.8 MHz, not yet the 156.25 MHz target: docs/timely.md, "Hardware")
+speed 6 it reaches 131.6 MHz, not yet the 156.25 MHz target: docs/timely.md, "Hardware")
 or, ``latency = 1``, the same function in one combinational cycle.
 Products are carry-save rows in logic, ``T_high / RTT`` an exact radix-4 restoring division
 (:class:`hw.lib.pipeline.Divider`, 8 steps, one per stage, started as soon as the RTT is known,
@@ -87,8 +87,8 @@ def timely_register_list(cfg: TimelyConfig) -> list[tuple[str, int, int]]:
             ("app_k", APPK_BITS, r.app_k)]
 
 
-#: the latency of the pipelined build (101.8 MHz alone on ECP5 speed 6; target 156.25 MHz)
-TIMELY_PIPE_LATENCY = 22
+#: the latency of the pipelined build (131.6 MHz alone on ECP5 speed 6; target 156.25 MHz)
+TIMELY_PIPE_LATENCY = 29
 
 
 class TimelyDatapath(FlowDatapath):
@@ -226,93 +226,119 @@ class TimelyDatapath(FlowDatapath):
         v.div = div.step(v.div)
         v.ac = red(v.ac, AW)
         v = st(v)
-        # ---- 11: clamp to +-diff_max; the app compare's low half
-        s = v.s
-        ew = v.ew
-        clamped = Mux(ew > diff_max, diff_max, Mux(ew < -diff_max, -diff_max, ew))
-        v.rd = Mux(s.valid, clamped, s.rtt_diff.as_signed())[:DW].as_signed()
-        del v.ew
+        # ---- 11: the clamp's compares to +-diff_max; the app compare's low half
+        v.ew_hi = v.ew > diff_max
+        v.ew_lo = v.ew < -diff_max
         v.div = div.step(v.div)
         h = AW // 2
         v.ac_lo, v.ac_hi = split_lo(v.ac, h)
         del v.ac
         v = st(v)
-        # ---- 12: gradient rows rtt_diff x inv_min_rtt; the app compare's high half
-        GW = DW + 32 + 1
-        v.g = red(mul_rows(v.rd, r.inv_min_rtt, GW), GW, 3)
+        # ---- 12: the clamp's select; the app compare's high half
+        s = v.s
+        clamped = Mux(v.ew_hi, diff_max, Mux(v.ew_lo, -diff_max, v.ew))
+        v.rd = Mux(s.valid, clamped, s.rtt_diff.as_signed())[:DW].as_signed()
+        del v.ew, v.ew_hi, v.ew_lo
         v.div = div.step(v.div)
         v.ok = ~split_hi(v.ac_lo, v.ac_hi, h, AW)[AW - 1] | (r.app_k == 0)
         del v.ac_lo, v.ac_hi
         v = st(v)
-        # ---- 13
-        v.g = red(v.g, GW)
+        # ---- 13: gradient rows rtt_diff x inv_min_rtt
+        GW = DW + 32 + 1
+        v.g = red(mul_rows(v.rd, r.inv_min_rtt, GW), GW, 3)
         v.div = div.step(v.div)
         v = st(v)
         # ---- 14
         v.g = red(v.g, GW)
         v.div = div.step(v.div)
         v = st(v)
-        # ---- 15: the gradient's product summed, low half
+        # ---- 15
+        v.g = red(v.g, GW)
         assert div.done
         v.q = div.quotient(v.div)
         del v.div
+        v = st(v)
+        # ---- 16: the gradient's product summed, low half; 2**16 - q
         hg = GW // 2
         v.g_lo, v.g_hi = split_lo(v.g, hg)
         del v.g
+        v.omq = (ONE16 - v.q)[:FRAC16 + 1]
+        del v.q
         v = st(v)
-        # ---- 16: the gradient, saturated; which rule; the HAI counter
+        # ---- 17: the high half (the gradient before saturation); the HAI counter's next
+        #          value if the gradient is not positive (the state and a register only)
         s = v.s
-        g0 = split_hi(v.g_lo, v.g_hi, hg, GW)
+        v.g0 = split_hi(v.g_lo, v.g_hi, hg, GW)[GSHIFT:].as_signed()
         del v.g_lo, v.g_hi
-        g0 = g0[GSHIFT:].as_signed()
-        g = Mux(g0 > GRAD_MAX, GRAD_MAX, Mux(g0 < -GRAD_MAX, -GRAD_MAX, g0))
-        v.gpos = g > 0
-        v.g = g[:GRAD_FRAC + 4]                                    # used when positive
         n1 = s.neg + 1
-        v.neg = Mux(v.gpos, 0, Mux(lt(n1, r.hai_thresh), n1, r.hai_thresh))[:8]
+        v.n1 = Mux(lt(n1, r.hai_thresh), n1, r.hai_thresh)[:8]
         v = st(v)
-        # ---- 17: beta x (2**16 - q) or beta x g, rows
+        # ---- 18: the saturation's compares, the gradient's sign (no select yet)
+        g0 = v.g0
+        v.g_over = g0 > GRAD_MAX
+        v.gpos = g0 > 0
+        v.g0 = g0[:GRAD_FRAC + 4]          # the gradient when positive and not saturated
+        v = st(v)
+        # ---- 19: the gradient, saturated (used when positive); which rule; the counter
+        v.g = Mux(v.g_over, GRAD_MAX, v.g0)[:GRAD_FRAC + 4]
+        v.neg = Mux(v.gpos, 0, v.n1)[:8]
+        v.inc_rule = v.low | (~v.high & ~v.gpos)
+        del v.g0, v.g_over, v.n1
+        v = st(v)
+        # ---- 20: beta x (2**16 - q) or beta x g, rows
         v.hai = ~lt(v.neg, r.hai_thresh)
-        x = Mux(v.high, ONE16 - v.q, v.g)
+        x = Mux(v.high, v.omq, v.g)
         FW_ = FRAC16 + 1 + GRAD_FRAC + 5
-        v.bx = red(mul_rows(x, r.beta, FW_), FW_, 3)
-        del v.q, v.g
+        v.bx = red(mul_rows(x, r.beta, FW_), FW_, 2)
+        del v.omq, v.g
         v = st(v)
-        # ---- 18
+        # ---- 21
         v.bx = red(v.bx, FW_)
         v.inc = Mux(v.hai & ~v.low, v.dn, r.delta)     # HAI in the gradient region only
-        del v.dn
+        del v.dn, v.hai
         v = st(v)
-        # ---- 19: the factor 2**16 - (beta x >> 16); rate + increase
+        # ---- 22: p = beta x >> 16; rate + increase
         s = v.s
-        p = reduce_rows(v.bx, FW_)[FRAC16:]
+        v.p = reduce_rows(v.bx, FW_)[FRAC16:]
         del v.bx
-        f = (ONE16 - fit(p, FW_ - FRAC16 + 1)).as_signed()
-        v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()
         v.rinc = s.rate + v.inc
         del v.inc
         v = st(v)
-        # ---- 20: rate x factor rows
+        # ---- 23: the factor 2**16 - p (at least 0 in the gradient rule)
+        f = (ONE16 - fit(v.p, FW_ - FRAC16 + 1)).as_signed()
+        v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()
+        del v.p
+        v = st(v)
+        # ---- 24, 25: rate x factor rows
         s = v.s
         MW = RW + FW_ - FRAC16 + 3
         v.rf = red(mul_rows(v.f, s.rate, MW), MW, 3)
         del v.f
         v = st(v)
-        # ---- 21: rate x factor >> 16 (floor)
-        s = v.s
-        dec = reduce_rows(v.rf, MW)[FRAC16:].as_signed()
-        del v.rf
-        inc_rule = v.low | (~v.high & ~v.gpos)
-        rate = Mux(inc_rule, Mux(v.ok, v.rinc, s.rate), dec)
-        v.x = fit(rate, MW - FRAC16 + 1).as_signed()
-        v.inc_rule = inc_rule
+        v.rf = red(v.rf, MW, 3)
         v = st(v)
-        # ---- 22: clamp [min_rate, max_rate]; the next state
+        # ---- 26, 27: rate x factor >> 16 (floor), over two cycles
+        hm = MW // 2
+        v.rf_lo, v.rf_hi = split_lo(v.rf, hm)
+        del v.rf
+        v = st(v)
         s = v.s
+        dec = split_hi(v.rf_lo, v.rf_hi, hm, MW)[FRAC16:].as_signed()
+        del v.rf_lo, v.rf_hi
+        rate = Mux(v.inc_rule, Mux(v.ok, v.rinc, s.rate), dec)
+        v.x = fit(rate, MW - FRAC16 + 1).as_signed()
+        del v.rinc, v.ok, v.inc_rule
+        v = st(v)
+        # ---- 28: the clamp's compares
         x = v.x
-        below = x < r.min_rate
-        lo_val = Mux(lt(r.max_rate, r.min_rate), r.max_rate, r.min_rate)
-        rate = Mux(below, lo_val, Mux(x > r.max_rate, r.max_rate, x[:RW]))
+        v.below = x < r.min_rate
+        v.above = x > r.max_rate
+        v.x = x[:RW]
+        v.lo_val = Mux(lt(r.max_rate, r.min_rate), r.max_rate, r.min_rate)   # registers only
+        v = st(v)
+        # ---- 29: clamp [min_rate, max_rate]; the next state
+        s = v.s
+        rate = Mux(v.below, v.lo_val, Mux(v.above, r.max_rate, v.x))
         n = Signal(self.state_layout, name="tl_next")
         m.d.comb += n.eq(s)
         with m.If(v.cmp):
