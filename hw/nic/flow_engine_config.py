@@ -39,9 +39,10 @@ class FlowEngineConfig(BlockConfig):
       output per clock; the engine checks it);
     wheel_entries_per_flow: wheel capacity reserved per flow (the wheel's capacity rule
       ``wheel_slots >= wheel_horizon + n_flows x wheel_entries_per_flow + 32`` is checked);
-    wheel_insert_latency: the wheel's insert latency, 4 or 5 (5 registers the wheel's bitmap
-      reads before its decision stage: faster, and every re-evaluation one cycle later, see
-      :func:`hw.nic.flow_engine.reeval`).
+    wheel_insert_latency: the wheel's insert latency, 4, 5 or 6 (5 registers the wheel's
+      bitmap reads before its decision stage; 6 also sends the pops through a buffer so that
+      the engine's ``pop.ready`` no longer reaches the wheel's cursor: faster, and every
+      re-evaluation one cycle later per step, see :func:`hw.nic.flow_engine.reeval`).
     """
 
     n_flows: int = 1024

@@ -18,7 +18,12 @@ Latency and throughput: one insert and one pop per cycle; an insert accepted at 
 is poppable (``pop.valid``) from ``now == n + L`` (``config.insert_latency``, L = 4 by default:
 insert stage (target), search stage (bitmap reads, next non-full words), decision stage (bitmap
 and slot RAM write), pop stage (slot RAM read into the output register); L = 5 adds a read
-stage between the search and the decision that registers the bitmap RAM's outputs).
+stage between the search and the decision that registers the bitmap RAM's outputs; L = 6 is
+L = 5 with the pop buffer: the slot RAM is a :class:`hw.lib.bram.Bram` (read latency 2, the
+DP16KD's output register on the ECP5), the cursor issues the slots due by ``now + 2`` into
+it, and its data goes to ``pop`` directly or through a 3-entry buffer; the cursor issues
+only while the buffer has room for everything in flight, a decision from registers, so
+``pop.ready`` no longer reaches the cursor in the cycle it is given).
 
 Structure
 - Slot RAM: S x (flow + gen), written by the decision stage, read by the pop stage.
@@ -54,7 +59,7 @@ Structure
   are registers too (``p1``, ``p2``) and the RAM read issued every cycle returns the third
   (the one the cursor will need in p2 if it leaves), so no bitmap read feeds the cursor's
   one-cycle loop; the cursor moves one word (B slots) per cycle through empty words.  Which
-  offsets are due is a prefix mask computed from ``now`` and the cursor's time (registers),
+  offsets are due is a prefix mask computed from the cursor's lag (a register),
   and the popped bit is cleared with ``x & (x - 1)`` (a carry chain), so the loop is: the
   cursor's bits -> "any due bit" and the lowest set bit -> the next bits and the leave.
 
@@ -76,7 +81,8 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.arith import saturating_inc, umax
-from .timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
+from ..lib.bram import Bram
+from .timer_wheel_config import INSERT_LATENCY, POP_BUFFER, TimerWheelConfig
 
 __all__ = ["TimerWheel", "TimerWheelConfig", "summary_group_words", "INSERT_LATENCY",
            "OVF_COUNT_WIDTH"]
@@ -213,11 +219,16 @@ class TimerWheel(wiring.Component):
         now = self.now
 
         # -- storage -----------------------------------------------------------------------
-        m.submodules.slot_ram = slot_ram = memory.Memory(
-            shape=c.entry_bits, depth=S, init=[])
+        if c.pop_buffer:
+            # read latency 2: the RAM's own output register (DP16KD OUTREG on the ECP5)
+            slot_bram = Bram(c.entry_bits, S, name="slot_ram")
+            slot_bram.build(m, platform)
+        else:
+            m.submodules.slot_ram = slot_ram = memory.Memory(
+                shape=c.entry_bits, depth=S, init=[])
+            s_wr = slot_ram.write_port()
+            s_rd = slot_ram.read_port()
         m.submodules.bitmap = bitmap = memory.Memory(shape=B, depth=NW, init=[])
-        s_wr = slot_ram.write_port()
-        s_rd = slot_ram.read_port()
         b_wr = bitmap.write_port()
         NC = c.candidates
         b_rd0 = bitmap.read_port()
@@ -274,17 +285,29 @@ class TimerWheel(wiring.Component):
         p_any, p_off = _first_set(m, [bits_eff[i] for i in range(B)], "pop_ffs")
         p_off_s = Signal(ws, name="")
         m.d.comb += p_off_s.eq(p_off)
-        # the cursor's lag: never negative (the cursor stays at or before now + 1), so the
-        # compares are unsigned and exact for any lag below 2**W - B
-        lag1 = Signal(W, name="")
-        m.d.comb += lag1.eq(now + 1 - wbt)
+        # the cursor's lag now + LA - wbt: never negative (the cursor stays at or before now
+        # + LA, the look-ahead: 1, or 2 with the pop buffer), so the compares are unsigned and
+        # exact for any lag below 2**W - B.  A register: now is 0 after reset and moves by 1
+        # per cycle (the port's contract), wbt by B when the cursor leaves, so the lag moves by
+        # 1 - B x leave (both sums from registers, selected by leave) and the cursor's loop
+        # starts at registers, not at a subtraction
+        lag1 = Signal(W, init=c.lookahead, name="cur_lag")
         # offsets whose time has come (a prefix mask from registers only, off the loop): the
         # lowest set bit is due iff a set bit is within the mask
         lag_hi = Signal(name="")
         m.d.comb += lag_hi.eq(lag1[ws:] != 0)
         due_mask = Signal(B, name="")
         m.d.comb += due_mask.eq(Cat(*[lag_hi | (lag1[:ws] >= i) for i in range(B)]))
-        advance = ~self.pop.valid | self.pop.ready
+        if c.pop_buffer:
+            # the pop buffer (POP_BUFFER entries, registers) and the pops in flight through the
+            # slot RAM (issued one and two cycles ago): the cursor issues only if all of them
+            # and this one fit, a decision from registers (pop.ready drains the buffer only)
+            pb_lvl = Signal(range(POP_BUFFER + 1))
+            iss1, iss2 = Signal(), Signal()
+            advance = Signal()
+            m.d.comb += advance.eq(pb_lvl + iss1 + iss2 <= POP_BUFFER - 1)
+        else:
+            advance = ~self.pop.valid | self.pop.ready
         p_due = Signal(name="")
         m.d.comb += p_due.eq((bits_eff & due_mask) != 0)
         issue = Signal()
@@ -301,16 +324,48 @@ class TimerWheel(wiring.Component):
         leave = Signal()
         m.d.comb += leave.eq(lag_end & ((bits_eff == 0) | (issue & (low_clr == 0))))
 
-        pop_slot = Signal(sb)
-        m.d.comb += [
-            s_rd.addr.eq(pop_slot_next),
-            s_rd.en.eq(advance),
-            self.pop.payload.flow.eq(s_rd.data[:c.flow_bits]),
-            self.pop.payload.gen.eq(s_rd.data[c.flow_bits:]),
-            self.pop.payload.slot.eq(pop_slot),
-        ]
-        with m.If(advance):
-            m.d.sync += [self.pop.valid.eq(issue), pop_slot.eq(pop_slot_next)]
+        if c.pop_buffer:
+            # issued at c: the slot RAM's data and the slot number arrive at c + 2 (iss2); on
+            # pop directly if the buffer is empty, else (or if not taken) into the buffer
+            slot1, slot2 = Signal(sb), Signal(sb)
+            m.d.comb += [slot_bram.r_addr.eq(pop_slot_next)]
+            m.d.sync += [iss1.eq(issue), iss2.eq(iss1), slot1.eq(pop_slot_next),
+                         slot2.eq(slot1)]
+            ent_lay = self.pop.payload.shape()
+            arriving = Signal(ent_lay)
+            m.d.comb += [arriving.flow.eq(slot_bram.r_data[:c.flow_bits]),
+                         arriving.gen.eq(slot_bram.r_data[c.flow_bits:]),
+                         arriving.slot.eq(slot2)]
+            pb = [Signal(ent_lay, name=f"pop_buf{i}") for i in range(POP_BUFFER)]
+            pb_any = Signal()
+            m.d.comb += [pb_any.eq(pb_lvl != 0),
+                         self.pop.valid.eq(pb_any | iss2),
+                         self.pop.payload.eq(Mux(pb_any, pb[0], arriving))]
+            take = Signal()
+            m.d.comb += take.eq(self.pop.valid & self.pop.ready)
+            pb_rd = Signal()
+            pb_wr = Signal()
+            m.d.comb += [pb_rd.eq(pb_any & take), pb_wr.eq(iss2 & ~(~pb_any & take))]
+            pos = Signal(range(POP_BUFFER + 1))
+            m.d.comb += pos.eq(pb_lvl - pb_rd)
+            for i in range(POP_BUFFER):
+                nxt = pb[i + 1] if i + 1 < POP_BUFFER else pb[i]
+                with m.If(pb_wr & (pos == i)):
+                    m.d.sync += pb[i].eq(arriving)
+                with m.Elif(pb_rd):
+                    m.d.sync += pb[i].eq(nxt)
+            m.d.sync += pb_lvl.eq(pb_lvl + pb_wr - pb_rd)
+        else:
+            pop_slot = Signal(sb)
+            m.d.comb += [
+                s_rd.addr.eq(pop_slot_next),
+                s_rd.en.eq(advance),
+                self.pop.payload.flow.eq(s_rd.data[:c.flow_bits]),
+                self.pop.payload.gen.eq(s_rd.data[c.flow_bits:]),
+                self.pop.payload.slot.eq(pop_slot),
+            ]
+            with m.If(advance):
+                m.d.sync += [self.pop.valid.eq(issue), pop_slot.eq(pop_slot_next)]
 
         # the look-ahead words: the read issued now returns word cw + 3 of next cycle's cursor
         m.d.comb += b_rdc.addr.eq(Mux(leave, cw4, cw3))
@@ -548,13 +603,19 @@ class TimerWheel(wiring.Component):
         m.d.comb += d_full.eq(d_new == ones)
         m.d.comb += [
             b_wr.addr.eq(d_word), b_wr.data.eq(d_new), b_wr.en.eq(commit),
-            s_wr.addr.eq(d_slot), s_wr.data.eq(Cat(d["flow"], d["gen"])), s_wr.en.eq(commit),
         ]
+        if c.pop_buffer:
+            m.d.comb += [slot_bram.w_addr.eq(d_slot),
+                         slot_bram.w_data.eq(Cat(d["flow"], d["gen"])), slot_bram.w_en.eq(commit)]
+        else:
+            m.d.comb += [s_wr.addr.eq(d_slot), s_wr.data.eq(Cat(d["flow"], d["gen"])),
+                         s_wr.en.eq(commit)]
         m.d.sync += [a_valid.eq(commit), a_word.eq(d_word), a_data.eq(d_new),
                      a_bit.eq(d_bit)]
 
         # -- cursor and summary updates (the cursor's clear first: the decision never writes
         # the word the cursor leaves) ------------------------------------------------------------
+        m.d.sync += lag1.eq(Mux(leave, lag1 + (1 - B), lag1 + 1))
         with m.If(leave):
             m.d.sync += [wbt.eq(wbt + B), cur_bits.eq(p1_eff), p1.eq(p2_eff), p2.eq(r_eff)]
         with m.Else():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..params import BlockConfig, ConfigError, bits_for, check_int
 
-__all__ = ["TimerWheelConfig", "INSERT_LATENCY", "INSERT_LATENCIES"]
+__all__ = ["TimerWheelConfig", "INSERT_LATENCY", "INSERT_LATENCIES", "POP_BUFFER"]
 
 #: An entry accepted on ``ins`` in the cycle where ``now == n`` can pop (``pop.valid``) at the
 #: earliest in the cycle where ``now == n + INSERT_LATENCY``: the insert stage, the search
@@ -25,8 +25,12 @@ __all__ = ["TimerWheelConfig", "INSERT_LATENCY", "INSERT_LATENCIES"]
 #: default (``TimerWheelConfig.insert_latency``); 5 adds a stage that registers the bitmap
 #: reads before the decision uses them (see :mod:`hw.nic.timer_wheel`).
 INSERT_LATENCY = 4
-#: The insert latencies the wheel can be built with.
-INSERT_LATENCIES = (4, 5)
+#: The insert latencies the wheel can be built with (6: 5 plus the pop buffer, see
+#: :attr:`TimerWheelConfig.pop_buffer`).
+INSERT_LATENCIES = (4, 5, 6)
+#: Entries of the pop buffer (insert latency 6): the two pops in flight through the slot RAM
+#: and one more, so that pops issue one per cycle while the consumer takes them.
+POP_BUFFER = 3
 
 
 def _pow2(owner, field, value, lo, hi):
@@ -54,7 +58,8 @@ class TimerWheelConfig(BlockConfig):
     - ``insert_latency``: 4 (insert, search, decision, pop stages) or 5 (a stage between the
       search and the decision registers the bitmap RAM's outputs, so no logic follows a
       block-RAM read in the wheel; the search then keeps three candidate words instead of
-      two).  An entry inserted at ``now == n`` pops at ``n + insert_latency`` at the earliest.
+      two).  6: as 5, and the pop leaves through the pop buffer (:attr:`pop_buffer`).  An
+      entry inserted at ``now == n`` pops at ``n + insert_latency`` at the earliest.
     """
 
     slots: int = 65536
@@ -118,7 +123,22 @@ class TimerWheelConfig(BlockConfig):
     def candidates(self) -> int:
         """Non-full words the search stage keeps after the target's word: one more than the
         decisions that can fill one before the decision stage sees the summary again."""
-        return self.insert_latency - 2
+        return min(self.insert_latency, 5) - 2
+
+    @property
+    def pop_buffer(self) -> bool:
+        """Insert latency 6: the slot RAM is read with latency 2 (its output register on) and
+        the pops leave through a buffer of :data:`POP_BUFFER` entries whose free room, from
+        registers, decides whether the cursor may issue: ``pop.ready`` only drains the buffer
+        and never reaches the cursor in the same cycle.  The cursor looks one cycle further
+        ahead (:attr:`lookahead`) so that a pop still appears at its deadline."""
+        return self.insert_latency == 6
+
+    @property
+    def lookahead(self) -> int:
+        """The cursor issues the slots due by ``now + lookahead``: 1, or 2 with the pop
+        buffer (a pop issued at c is on ``pop`` from c + lookahead)."""
+        return 2 if self.pop_buffer else 1
 
     def check_capacity(self, entries: int, what: str = "max_entries") -> int:
         """Raise :class:`ConfigError` unless ``entries`` entries fit the capacity rule."""

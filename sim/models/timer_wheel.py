@@ -3,7 +3,7 @@
 The contract (what the engine may rely on; the RTL matches it on every output, every cycle)
 ------------------------------------------------------------------------------------------
 Notation: S = ``slots``, H = ``horizon``, B = ``word_bits``, W = ``time_width``, L =
-``insert_latency`` (4, the default ``INSERT_LATENCY``, or 5); all times are W-bit stamps,
+``insert_latency`` (4, the default ``INSERT_LATENCY``, 5 or 6); all times are W-bit stamps,
 ``le(a, b)`` is the wrap-safe ``(b - a) mod 2**W < 2**(W-1)``.  ``now`` is an input: the
 engine's free-running cycle counter, which must be 0 in the first cycle after reset and
 advance by exactly 1 per cycle.
@@ -48,6 +48,16 @@ Latencies.  Insert accepted at ``now == n`` with ``T >= n + L``: pops (``pop.val
 (late by ``n + L - deadline``).  With distinct deadlines >= n + L: lateness 0.  k entries with
 one deadline T pop at T, T+1, ..., T+k-1 (the i-th, from 0, i cycles late), in insert order.
 
+Pop buffer (L = 6).  As L = 5 for the insert side; the cursor looks one cycle further ahead
+(``lag1`` above is ``now + 2 - wbt`` instead, so "its last slot time has come" and the park
+point use it too, and a slot is issued once ``le(ts, now + 2)``), and an issued entry reaches
+``pop`` two cycles later (the slot RAM's latency 2): straight through if the buffer of
+``POP_BUFFER`` = 3 entries is empty, else behind the buffered ones, in issue order.  The
+cursor issues only while ``entries buffered + pops issued in the last two cycles <=
+POP_BUFFER - 1`` (registers only: ``pop_ready`` drains the buffer and never reaches the
+cursor in the same cycle).  With ``pop_ready`` high the pops come exactly as at L = 4 and 5
+(at ``T + d``); back-pressure reaches the cursor one cycle later.
+
 Statistics timing: ``occupancy`` counts decisions minus issued pops, one cycle after the event;
 ``max_occupancy`` takes the max of ``occupancy`` one cycle later; ``max_displacement`` and the
 overflow flag/counter take a decision's value two cycles after the decision.
@@ -57,7 +67,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from hw.nic.timer_wheel_config import TimerWheelConfig
+from hw.nic.timer_wheel_config import POP_BUFFER, TimerWheelConfig
 
 __all__ = ["TimerWheelModel", "TimerWheelOut", "wheel_le", "first_free"]
 
@@ -105,6 +115,10 @@ class TimerWheelModel:
         self.pending: dict[int, tuple[int, int]] = {}     # slot -> (flow, gen)
         self.wbt = 0                     # time of the cursor word's first slot
         self.L = cfg.insert_latency
+        self.LA = cfg.lookahead          # the cursor issues slots due by now + LA
+        self.buffered = cfg.pop_buffer
+        self.fifo: list = []             # pop buffer (insert latency 6): entries waiting
+        self.iss = [None, None]          # pops issued one and two cycles ago (slot RAM reads)
         self.s1 = None                   # (flow, gen, target): search stage
         self.s_read = None               # (flow, gen, target, room): read stage (L = 5)
         self.s2 = None                   # (flow, gen, target, room): decision stage
@@ -123,8 +137,9 @@ class TimerWheelModel:
 
     # -- helpers ---------------------------------------------------------------------------
     def lag(self, now: int) -> int:
-        """``lag1`` of the cycle where ``now`` is the input: ``(now + 1 - wbt) mod 2**W``."""
-        return (now + 1 - self.wbt) & self.mask
+        """The cursor's lag in the cycle where ``now`` is the input: ``(now + LA - wbt) mod
+        2**W`` (``LA``: the look-ahead, 1, or 2 with the pop buffer)."""
+        return (now + self.LA - self.wbt) & self.mask
 
     def le(self, a: int, b: int) -> bool:
         return wheel_le(a, b, self.W)
@@ -134,12 +149,19 @@ class TimerWheelModel:
         m = self.mask
         earliest = (now + self.L) & m
         t = earliest if self.le(deadline, earliest) else deadline & m
-        lag1 = (now + 1 - self.wbt) & m
+        lag1 = self.lag(now)
         park = ((now if lag1 <= self.B else self.wbt + self.B - 1) + self.H) & m
         return t if ((t - self.wbt) & m) <= ((park - self.wbt) & m) else park
 
     @property
     def out(self) -> TimerWheelOut:
+        if self.buffered:
+            # the buffer's head, else the slot RAM's output (the pop issued two cycles ago)
+            head = self.fifo[0] if self.fifo else self.iss[1]
+            valid = head is not None
+            f, g, s = head if valid else (0, 0, 0)
+            return TimerWheelOut(valid, f, g, s, self.occ, self.max_occ, self.max_disp,
+                                 self.overflow, self.ovf_count)
         f, g, s = self.pop
         return TimerWheelOut(self.pop_valid, f, g, s, self.occ, self.max_occ, self.max_disp,
                              self.overflow, self.ovf_count)
@@ -150,10 +172,14 @@ class TimerWheelModel:
         S, B, m = self.S, self.B, self.mask
         now &= m
         # pop stage: the cursor's word as it stands before this cycle's decision
-        advance = (not self.pop_valid) or bool(pop_ready)
+        if self.buffered:
+            # room for everything in flight when this pop arrives, from registers only
+            advance = len(self.fifo) + sum(x is not None for x in self.iss) <= POP_BUFFER - 1
+        else:
+            advance = (not self.pop_valid) or bool(pop_ready)
         base = self.wbt % S
         offs = [f for f in range(B) if base + f in self.pending]
-        lag1 = (now + 1 - self.wbt) & m     # never "negative": the cursor stays <= now + 1
+        lag1 = self.lag(now)                # never "negative": the cursor stays <= now + LA
         issue = False
         if advance and offs and offs[0] <= lag1:
             issue = True
@@ -190,11 +216,23 @@ class TimerWheelModel:
             fl, ge, dl = ins
             s1 = (int(fl), int(ge), self.target(int(dl) & m, now))
         # registers
-        if advance:
+        if self.buffered:
+            taken = out.pop_valid and bool(pop_ready)
+            arriving = self.iss[1]
+            if self.fifo:
+                if taken:
+                    self.fifo.pop(0)
+                if arriving is not None:
+                    self.fifo.append(arriving)
+            elif arriving is not None and not taken:
+                self.fifo.append(arriving)
+            assert len(self.fifo) <= POP_BUFFER
+            self.iss = [new_pop if issue else None, self.iss[0]]
+        elif advance:
             self.pop_valid = issue
             if issue:
                 self.pop = new_pop
-        if self.L == 5:
+        if self.L >= 5:
             # the read stage only delays the decision by a cycle; the room stays the one
             # measured at the search stage
             self.s1, self.s_read, self.s2 = s1, s2, self.s_read

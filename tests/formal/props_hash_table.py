@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Mux, ResetSignal, Signal
 from amaranth.hdl._ast import AnyConst, AnySeq
+from amaranth.hdl._mem import MemoryInstance
 
 from hw.layouts import HtOp, HtStatus, ht_command_layout, ht_entry_layout
 from hw.lib.arith import popcount
@@ -65,12 +66,19 @@ def _table(cfg: HashTableConfig):
             for w in range(W):
                 mem = inner._named_submodules[f"side{side}_way{w}"][0]
                 for b in range(SB):
-                    port = mem.read_port(domain="comb")
                     word = Signal(ht_entry_layout(cfg), name=f"entry{side}_{b}_{w}")
                     here = pending & rec["we"][side][w] & (rec["index"][side] == b)
-                    m.d.comb += [port.addr.eq(b),
-                                 word.eq(Mux(here, Cat(rec["valid"], rec["key"], rec["value"]),
-                                             port.data))]
+                    if isinstance(mem, MemoryInstance):
+                        # a hw.lib.bram.Bram's memory cell: add the port to the instance
+                        data = Signal(len(word.as_value()), name=f"ram{side}_{b}_{w}")
+                        mem.read_port(domain="comb", addr=Const(b, range(SB)), data=data,
+                                      en=Const(1), transparent_for=())
+                    else:
+                        port = mem.read_port(domain="comb")
+                        m.d.comb += port.addr.eq(b)
+                        data = port.data
+                    m.d.comb += word.eq(Mux(here, Cat(rec["valid"], rec["key"], rec["value"]),
+                                            data))
                     per_bucket[b].append(word)
             entries.append(per_bucket)
         flat = [(side, b, e) for side in (0, 1) for b in range(SB) for e in entries[side][b]]
