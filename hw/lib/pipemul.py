@@ -39,9 +39,13 @@ def _tree(values):
 
 
 def pipelined_product(m, a, b, *, en=None, fan_in: int = 4, stages: int | None = None,
-                      name: str = "mul", domain: str = "sync"):
-    """``a * b`` (unsigned) after ``latency`` enabled edges; returns ``(product, latency)``."""
+                      name: str = "mul", domain: str = "sync", drop_low: int = 0):
+    """``a * b`` (unsigned) after ``latency`` enabled edges; returns ``(product, latency)``.
+
+    ``drop_low``: return ``(a * b) >> drop_low``; the last level's register holds only those
+    bits (a caller that discards the low bits then leaves no unused flip-flops)."""
     width = len(a) + len(b)
+    assert 0 <= drop_low < width, (name, drop_low, width)
     en = 1 if en is None else en
     levels = product_levels(len(b), fan_in)
     if stages is not None and stages < levels:
@@ -50,15 +54,21 @@ def pipelined_product(m, a, b, *, en=None, fan_in: int = 4, stages: int | None =
     level = 0
     while level == 0 or len(terms) > 1:
         nxt = []
+        final = len(terms) <= fan_in
         for j in range(0, len(terms), fan_in):
-            reg = Signal(width, name=f"{name}_l{level}_{j // fan_in}")
+            sum_ = _tree(terms[j:j + fan_in])
+            if final and drop_low:
+                reg = Signal(width - drop_low, name=f"{name}_l{level}_{j // fan_in}")
+                sum_ = sum_[drop_low:]
+            else:
+                reg = Signal(width, name=f"{name}_l{level}_{j // fan_in}")
             with m.If(en):
-                m.d[domain] += reg.eq(_tree(terms[j:j + fan_in]))
+                m.d[domain] += reg.eq(sum_)
             nxt.append(reg)
         terms, level = nxt, level + 1
     out = terms[0]
     for extra in range((stages or levels) - levels):
-        reg = Signal(width, name=f"{name}_pad{extra}")
+        reg = Signal(len(out), name=f"{name}_pad{extra}")
         with m.If(en):
             m.d[domain] += reg.eq(out)
         out = reg

@@ -267,7 +267,8 @@ class L3qcnCp(wiring.Component):
         fwd_q = Signal()
         # mode roce: the CNP generator's registers (GEN_*), forwarded with the base removed
         gen_w = stream.Signature(self.csr_w.payload.shape()).create()
-        gen_rdata = Signal(32)
+        # (mode qcn: no generator registers; a signal left undriven would be an unused wire)
+        gen_rdata = Signal(32) if cfg.mode == "roce" else Const(0, 32)
         gen_words = (max(r.addr for r in cfg.cnp.register_map().registers) + 1
                      if cfg.mode == "roce" else 0)
         in_gen = _in_window(self.csr_w.payload.addr, L3QCN_CP_GEN_BASE, gen_words)
@@ -366,9 +367,9 @@ class L3qcnCp(wiring.Component):
         # a hit's CNP request is registered before the generator (the table's result straight
         # into the generator, and its ready back into the table, was one long path); the slot
         # takes a result only when empty (a CNP takes 18 cycles: the bubble costs nothing)
-        slot_valid = Signal()
-        slot = Signal(cnp.request.payload.shape())
-        m.d.comb += [cnp.request.valid.eq(slot_valid), cnp.request.payload.eq(slot)]
+        # (the generator's request port itself is the register: a separate signal assigned to
+        # it would be an unused alias wire in the Verilog)
+        slot_valid, slot = cnp.request.valid, cnp.request.payload
         with m.If(cnp.request.ready):
             m.d.sync += slot_valid.eq(0)
         with m.If(rtag.datapath):

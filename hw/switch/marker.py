@@ -421,9 +421,11 @@ class EgressMarker(wiring.Component):
         # empty now (descriptors only enter through desc_accept).  The OR of every stage's
         # valid bit straight into the write enables of the registers was the critical path.
         pipeline_empty = ~Cat(*in_flight, self.decision.valid, increment_pending).any()
-        was_empty = Signal()
-        m.d.sync += was_empty.eq(pipeline_empty & ~desc_accept)
+        # (kept inverted: as ``idle`` itself it would be an alias of csr_w.ready, an unused
+        # wire in the Verilog)
+        was_busy = Signal()
+        m.d.sync += was_busy.eq(~pipeline_empty | desc_accept)
         bank.source("SHARED_OCC", shared)
-        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=was_empty)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~was_busy)
 
         return m

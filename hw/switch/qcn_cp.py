@@ -219,7 +219,7 @@ class QcnCp(wiring.Component):
                 with m.Case(i):
                     m.d.sync += [lo.eq(reg.sample_lo[i]), span.eq(reg.sample_span[i])]
         jit, jlat = pipelined_product(m, span, delay(s_r, 1, "r"), fan_in=self.MUL_FAN_IN,
-                                      name="jitter")
+                                      name="jitter", drop_low=D)
         for k in range(jlat):
             stage(f"jit{k}")
         lo_d = delay(lo, jlat, "lo")
@@ -231,7 +231,7 @@ class QcnCp(wiring.Component):
         delta16_o = delay(s5_delta16, to_last, "delta16_o")
         last = stages[-1]
         # ---- the jittered reload and the decision ------------------------------------------------
-        reload = lo_d + (jit >> D)
+        reload = lo_d + jit  # the product's bits from D up
         with m.If(last):
             m.d.sync += [
                 remaining.eq(reload[:W]),
@@ -250,7 +250,9 @@ class QcnCp(wiring.Component):
         # A write's "no sample in flight" is registered, one cycle behind: idle at the last edge
         # and no sample started on it means idle now.  The OR of every stage's valid bit
         # straight into the registers' write enables was the critical path (7.2 ns).
-        was_idle = Signal()
-        m.d.sync += was_idle.eq(~busy & ~accept_sampled)
-        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=was_idle)
+        # (kept inverted: as ``idle`` itself it would be an alias of csr_w.ready, an unused
+        # wire in the Verilog)
+        was_busy = Signal()
+        m.d.sync += was_busy.eq(busy | accept_sampled)
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~was_busy)
         return m
