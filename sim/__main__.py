@@ -538,7 +538,8 @@ def main(argv=None) -> int:
     run.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
                      help="processes for the replications (default: the CPUs)")
     run.add_argument("--engine", help="the congestion engines' implementation: golden (the "
-                     "models), fast (LDCP's twin), rtl (the Verilated RTL: dcqcn, qcn, ldcp); "
+                     "models), fast (LDCP's twin), rtl (the Verilated RTL: the dcqcn, qcn "
+                     "and ldcp engines and the switches' markers); "
                      "default: the scenario's engine key, else each algorithm's own")
     sweep = sub.add_parser("sweep", help="run a parameter grid across local processes "
                            "or a Dask cluster")

@@ -497,6 +497,9 @@ class Network:
         # the congestion engines' implementation (sim.net.engine_api; None: each algorithm's
         # default, the golden models or LDCP's fast twin)
         self.engine: str | None = None
+        # the switches' markers: None follows ``engine`` ("rtl": the Verilated EgressMarker,
+        # sim.rtl.marker; else the golden MarkerModel); "golden" or "rtl" chooses explicitly
+        self.marker_engine: str | None = None
         self.flows_by_id: dict[int, FlowSpec] = {}
         self._sampling = False
         self._finalized = False
@@ -593,6 +596,9 @@ class Network:
         pfc = self.switch.pfc
         limit = THRESHOLD_MAX
         cp_cfg = self.algorithm.cp_config(self.params, self.mtu)
+        make_marker = MarkerModel
+        if (self.marker_engine or self.engine) == "rtl":
+            from sim.rtl.marker import rtl_marker as make_marker
         for sw in self.switches:
             if pfc.enabled:
                 # lossless: no egress-queue limit, the shared buffer plus every ingress port's
@@ -605,7 +611,7 @@ class Network:
                 self.params, ports=len(sw.ports), mtu=self.mtu, buf_max=buf_max,
                 shared_buffer=shared, sample_at=self.switch.marking_point)
             # (one LFSR per marker, drawn for every descriptor of every port, as in the RTL)
-            sw.marker = MarkerModel(mcfg.replace(lfsr=self.seeded(
+            sw.marker = make_marker(mcfg.replace(lfsr=self.seeded(
                 mcfg.lfsr, "marker", sw.id, base=self.switch.lfsr_seed)))
             sw.ingress_bytes = [0] * len(sw.ports)
             sw.pause_sent = [False] * len(sw.ports)

@@ -4,8 +4,10 @@ Prints (CPU time), per top (the default scenario's configurations: DCQCN ``hpcc-
 100 Gb/s, 250 MHz), idle clock cycles per second (``step(n)``, all in C++) and events per
 second through the engine (``on_tx`` at consecutive cycles plus the ``rate`` read: the
 per-event ctypes cost); for the LDCP sender, cycles per second with a message in flight and
-the cost of the look-ahead's state save + restore.  Builds on first use (cached under
-``build/rtl/``).
+the cost of the look-ahead's state save + restore; for the switch marker (7 ports x 2
+priorities, the test scenario's dumbbell switch), idle cycles per second and descriptors per
+second through :class:`sim.rtl.marker.RtlMarker` against the golden ``MarkerModel``.  Builds on
+first use (cached under ``build/rtl/``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,31 @@ def _bench_ldcp(cycles: int = 2_000_000, looks: int = 20_000) -> None:
           f"{look_s / looks * 1e6:.2f} us per state save + restore")
 
 
+def _bench_marker(cycles: int = 2_000_000, pairs: int = 20_000) -> None:
+    from hw.layouts import Ecn
+    from hw.switch.marker_config import MarkerConfig
+    from sim.models.marker import Descriptor, MarkerModel
+    from sim.rtl.marker import RtlMarker
+
+    cfg = MarkerConfig.dcqcn(ports=7, priorities=2, k_min=5000, k_max=60000, p_max=0.2,
+                             buf_max=80000, shared_buffer=4_000_000, compare="gt")
+    ds = [Descriptor.enqueue(1000, Ecn.ECT0, 1, 0), Descriptor.dequeue(1000, Ecn.ECT0, 1, 0)]
+    ds = ds * pairs
+    cost = {}
+    for name, m in (("golden", MarkerModel(cfg)), ("rtl", RtlMarker(cfg))):
+        t = time.process_time()
+        for d in ds:
+            m.step(d)
+        cost[name] = (time.process_time() - t) / len(ds)
+    inst = m.rtl
+    t = time.process_time()
+    inst.step(cycles)
+    step_s = time.process_time() - t
+    print(f"marker {cycles / step_s / 1e6:6.2f} M idle cycles/s   "
+          f"{1 / cost['rtl'] / 1e3:6.0f} k descriptors/s ({cost['rtl'] * 1e6:.1f} us each, "
+          f"{m.measured_latency} cycles; golden {cost['golden'] * 1e6:.1f} us)")
+
+
 def main() -> int:
     from sim.net.algos.dcqcn import DcqcnParams
     from sim.net.algos.qcn import QcnParams
@@ -63,6 +90,7 @@ def main() -> int:
     _bench("dcqcn", dcqcn_rp_rtl(DcqcnParams(profile="hpcc-mlx").rp_config(100_000, clk)))
     _bench("qcn", qcn_rp_rtl(QcnParams().rp(100_000, clk)))
     _bench_ldcp()
+    _bench_marker()
     return 0
 
 

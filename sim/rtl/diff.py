@@ -3,8 +3,9 @@ where the two first diverge.
 
 :func:`run_both` runs the scenario twice (``engine`` ``"golden"``, then ``"rtl"``), recording
 every rate engine's snapshot after each of its inputs (a transmitted packet, a notification),
-every window sender's after each of its inputs and releases (LDCP: a start, an ACK, a packet)
-and every window receiver's ACKs.
+every window sender's after each of its inputs and releases (LDCP: a start, an ACK, a packet),
+every window receiver's ACKs, and every switch marker's decisions (keyed ``"switch <name>"``,
+in the log's :attr:`EngineLog.markers`).
 :func:`first_divergence` names the first difference: in the engines' logs, the earliest
 ``(cycle, flow)`` whose snapshots differ, and the field; else the first field of the two
 :class:`sim.net.network.RunResult` that differs (a flow record, a counter, a series).
@@ -27,7 +28,8 @@ class Divergence:
     rtl: object
 
     def __str__(self) -> str:
-        at = "" if self.flow is None else f"flow {self.flow}, cycle {self.cycle}, "
+        at = ("" if self.flow is None else f"{self.flow}, cycle {self.cycle}, "
+              if isinstance(self.flow, str) else f"flow {self.flow}, cycle {self.cycle}, ")
         return (f"first divergence ({self.where}): {at}{self.field}: golden {self.golden!r}, "
                 f"rtl {self.rtl!r}")
 
@@ -104,10 +106,46 @@ class _ReceiverRecorder:
         return getattr(self._e, name)
 
 
+class _MarkerRecorder:
+    """A switch's marker (golden or RTL) that logs each descriptor with its decision, under
+    the key ``"switch <name>"`` (in place of a flow id)."""
+
+    def __init__(self, marker, log: list, net, name: str):
+        self._m, self._log, self._net, self._key = marker, log, net, f"switch {name}"
+
+    def step(self, d):
+        out = self._m.step(d)
+        self._log.append((self._net.sim.now // self._net.clk_ps, self._key,
+                          f"{d.op.name.lower()} port {d.port} prio {d.prio}",
+                          {"length": d.length, "ecn_in": d.ecn, "drop": out.drop,
+                           "reason": out.reason, "marked": out.marked, "ecn": out.ecn,
+                           "qlen": out.qlen}))
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+
+class EngineLog(list):
+    """The engines' log (``(cycle, flow, input, snapshot)`` entries) with the switch markers'
+    log beside it (:attr:`markers`, entries keyed ``"switch <name>"``), so that the engines'
+    entries stay engine snapshots only."""
+
+    def __init__(self):
+        super().__init__()
+        self.markers: list = []
+
+
 def _recorded(net, log: list) -> None:
     """Put a :class:`_Recorder` around every sender's rate engine, a :class:`_WindowRecorder`
     around every window sender engine and a :class:`_ReceiverRecorder` around every window
-    receiver engine."""
+    receiver engine, and a :class:`_MarkerRecorder` around every switch's marker."""
+    for sw in net.switches:
+        if sw.marker is not None:
+            sw.marker = _MarkerRecorder(sw.marker, getattr(log, "markers", log), net,
+                                        sw.name)
+            for p in sw.ports:
+                p.marker = sw.marker
     for host in net.hosts.values():
         for fid, sender in host.senders.items():
             e = getattr(sender, "engine", None)
@@ -126,11 +164,15 @@ def run_logged(scn, algorithm: str, engine: str, record: bool = True):
     """``(RunResult, engine log)`` of ``scn`` with the engine kind ``engine``."""
     from dataclasses import replace
     net, _, _ = runner.build(replace(scn, engine=engine), algorithm)
-    log: list = []
+    log = EngineLog()
     if record:
         _recorded(net, log)
     net.run(scn.duration_ps)
     return net.result(), log
+
+
+def _order(d: Divergence):
+    return (d.cycle, isinstance(d.flow, str), str(d.flow) if isinstance(d.flow, str) else d.flow)
 
 
 def first_divergence(golden, rtl, glog=(), rlog=()) -> Divergence | None:
@@ -138,7 +180,8 @@ def first_divergence(golden, rtl, glog=(), rlog=()) -> Divergence | None:
     # the engines' logs: per flow in order; the earliest cycle at which any flow differs
     best = None
     by_flow: dict = {}
-    for tag, log in (("g", glog), ("r", rlog)):
+    for tag, log in (("g", [*glog, *getattr(glog, "markers", ())]),
+                     ("r", [*rlog, *getattr(rlog, "markers", ())])):
         for cycle, fid, kind, snap in log:
             by_flow.setdefault(fid, {"g": [], "r": []})[tag].append((cycle, kind, snap))
     for fid, logs in by_flow.items():
@@ -149,12 +192,14 @@ def first_divergence(golden, rtl, glog=(), rlog=()) -> Divergence | None:
             if a == b:
                 continue
             cycle = min(x[0] for x in (a, b) if x is not None)
+            where = "marker" if isinstance(fid, str) else "engine"
             if a is None or b is None or a[:2] != b[:2]:
-                d = Divergence("engine", fid, cycle, "input", a and a[:2], b and b[:2])
+                d = Divergence(where, fid, cycle, "input", a and a[:2], b and b[:2])
             else:
                 f = next(k for k in a[2] if a[2][k] != b[2].get(k))
-                d = Divergence("engine", fid, cycle, f"{b[1]} -> {f}", a[2][f], b[2].get(f))
-            if best is None or (d.cycle, d.flow) < (best.cycle, best.flow):
+                d = Divergence(where, fid, cycle, f"{b[1]} -> {f}", a[2][f], b[2].get(f))
+            # (a marker's key is a string: at one cycle, flows before switches)
+            if best is None or _order(d) < _order(best):
                 best = d
             break
     if best is not None:

@@ -280,11 +280,13 @@ class _QcnView(_RpView):
 _LFSR_TMP = re.compile(r"lfsr <= (\\\$\d+) ;")
 
 
-def qcn_lfsr_port(width: int, seed: int):
+def qcn_lfsr_port(width: int, seed: int, top: str = "qcn_rp"):
     """The transformation of the QCN reaction point's Verilog (exported with LFSR seed
     ``seed``) that makes its LFSR's reset value an input port, ``lfsr_seed``, so that one
     build serves every flow (each flow's seed differs: :meth:`sim.net.network.Network.seeded`).
-    The power-up value becomes 0; the harness pokes the port, then resets (which loads it)."""
+    The power-up value becomes 0; the harness pokes the port, then resets (which loads it).
+    ``top``: the module's name (the switch marker's LFSR, a register named ``lfsr`` too, is
+    made a port the same way: :mod:`sim.rtl.marker`)."""
     const = f"{width}'d{seed};"
 
     def prepare(text: str) -> str:
@@ -292,11 +294,11 @@ def qcn_lfsr_port(width: int, seed: int):
         decl = f"reg [{width - 1}:0] lfsr = {const}"
         assign = f"{m.group(1)}  = {const}" if m else None
         if m is None or text.count(decl) != 1 or text.count(assign) != 1:
-            raise RuntimeError("qcn_rp Verilog: the lfsr register's reset was not found")
+            raise RuntimeError(f"{top} Verilog: the lfsr register's reset was not found")
         text = text.replace(decl, f"reg [{width - 1}:0] lfsr = {width}'d0;")
         text = text.replace(assign, f"{m.group(1)}  = lfsr_seed;")
-        text = re.sub(r"module qcn_rp\(", "module qcn_rp(lfsr_seed, ", text, count=1)
-        return re.sub(r"(module qcn_rp\([^;]*;\n)", rf"\1  input [{width - 1}:0] lfsr_seed;\n",
+        text = re.sub(rf"module {top}\(", f"module {top}(lfsr_seed, ", text, count=1)
+        return re.sub(rf"(module {top}\([^;]*;\n)", rf"\1  input [{width - 1}:0] lfsr_seed;\n",
                       text, count=1)
     return prepare
 
