@@ -104,7 +104,7 @@ def test_dcqcn_engine_random_events(profile):
     regs = json.dumps(dcqcn_profile_regs(top, profile))
     b, extra = algo_build(top)
     run_cocotb(b, TB, "random_events", tag=f"random_events_{profile}",
-               env=engine_env(top, DCQCN_DP, run_length(6_000, LONG_EVENTS, "CC_EVENTS"),
+               env=engine_env(top, DCQCN_DP, run_length(3_000, LONG_EVENTS, "CC_EVENTS"),
                               21 + PROFILES.index(profile), CC_REGS=regs, **extra))
 
 

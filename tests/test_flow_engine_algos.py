@@ -128,6 +128,9 @@ DCQCN_WRITABLE = ["rc", "rt", "alpha", "t_stage", "b_stage", "mode", "bc", "acti
                   "alpha_flag", "dec_flag", "a_on", "a_dl", "t_on", "t_dl", "d_on", "d_dl"]
 
 
+LONG = os.environ.get("CC_LONG", "") not in ("", "0")
+
+
 @pytest.mark.parametrize("pipelined", [False, True])
 @pytest.mark.parametrize("profiles", [("connectx", "paper"), ("ns3-rdma", "hpcc-mlx")])
 def test_dcqcn_engine_profiles(profiles, pipelined):
@@ -135,7 +138,12 @@ def test_dcqcn_engine_profiles(profiles, pipelined):
     written through csr_w at run time (with traffic queued behind the writes), random events
     with hot flows, WRITEs of every state field (deadlines included) in flight, timers firing,
     back-pressure: every output, every cycle, equal to the model's; the one-cycle and the
-    pipelined datapath (12 modify cycles)."""
+    pipelined datapath (12 modify cycles).  The pipelined build with the ns3-rdma and
+    hpcc-mlx profiles runs with CC_LONG=1 only (47 s of CPU; the suite's time budget): by
+    default those two profiles run on the one-cycle build, and the pipelined build on the
+    other two (the datapath's arithmetic is the same function for every profile)."""
+    if pipelined and profiles[0] == "ns3-rdma" and not LONG:
+        pytest.skip("CC_LONG=1: the pipelined build with ns3-rdma and hpcc-mlx")
     dp = DcqcnDatapath(DCQCN_BUILD, W, pipelined=pipelined)
     rng = random.Random(f"{SEED}-{profiles}")
     h = Harness(engine_config(dp.latency), dp, seed=SEED, model_dp=DcqcnDatapathModel)
