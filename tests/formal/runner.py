@@ -192,7 +192,19 @@ def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    (work / "top.il").write_text(rtlil.convert(prop.build(), ports=[]))
+    try:
+        design = rtlil.convert(prop.build(), ports=[])
+    except Exception as e:  # noqa: BLE001 -- a harness that no longer builds is one result line
+        # (a block's ports or internals changed under its property): report it and go on to
+        # the next property instead of aborting the whole run
+        where = e.__traceback__
+        while where is not None and where.tb_next is not None:
+            where = where.tb_next
+        loc = f" ({Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno})" if where \
+            else ""
+        return Result(prop.name, "ERROR", prop.depth, 0.0,
+                      detail=f"harness does not build: {type(e).__name__}: {e}"[:160] + loc)
+    (work / "top.il").write_text(design)
     (work / f"{prop.name}.sby").write_text(_sby_text(prop))
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(tools["yices"]).parent), env.get("PATH", "")])
