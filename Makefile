@@ -42,13 +42,13 @@ demo: $(STAMP)
 	$(PY) -m sim.demo
 
 test: $(STAMP)
-	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
+	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) --maxschedchunk=1 $(PYTEST_ARGS)
 
 test-long: $(STAMP)
-	CC_LONG=1 PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
+	CC_LONG=1 PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) --maxschedchunk=1 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) -m "not cocotb" $(PYTEST_ARGS)
+	PYTHONWARNINGS=error $(PY) -m pytest -n $(JOBS) --maxschedchunk=1 -m "not cocotb" $(PYTEST_ARGS)
 
 verilog: $(STAMP)
 	$(PY) -m gateware verilog
