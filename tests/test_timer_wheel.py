@@ -365,12 +365,12 @@ def test_search_within_group_and_to_next_group_word_boundary():
 # -- random long run ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cfg,group_words,div", [
-    (CFG, None, 1), (CFG4, None, 4),
+    (CFG, None, 2), (CFG4, None, 4),
     # other summary structures (behaviour unchanged): one word per group (the group summary
     # is the whole search), two words per group, one group (no second level)
     (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 4), (CFG4, 2, 4),
     # with the read stage (three candidates; the summary structures that stress them)
-    (CFG_L5, None, 2), (CFG4_L5, None, 4), (CFG_L5, 2, 4), (CFG4_L5, 2, 4),
+    (CFG_L5, None, 4), (CFG4_L5, None, 4), (CFG_L5, 2, 4), (CFG4_L5, 2, 4),
     # with the pop buffer (back-pressure reaches the cursor a cycle later, through the buffer;
     # the 16-bit-word run under CC_LONG for the suite's time)
     (CFG4_L6, None, 4)] + ([(CFG_L6, None, 2)] if os.environ.get("CC_LONG") == "1" else []),
