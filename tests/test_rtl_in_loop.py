@@ -24,35 +24,22 @@ from sim.rtl import engines
 from sim.rtl.diff import run_both
 from sim.scenario import config
 from sim.scenario.fields import ScenarioError
+from tests.rtl_in_loop_scenarios import DCQCN, load
 
 LONG = os.environ.get("CC_LONG", "") not in ("", "0")
 
 pytestmark = pytest.mark.cocotb
 
-#: 3 long flows (20 us apart) and at 100 us a 3 x 100 KB incast into one 40 Gb/s port: the
-#: queue crosses the RED ramp (marking), CNPs cut the rates; short timers (T = K = 4 us at the
-#: 250 MHz engine clock, B = 10 KB) so that in 300 us the rate-increase and alpha timers expire
-#: hundreds of times and the byte counter too.  Long flows are traced (their engines stepped
+#: tests/rtl_in_loop_scenarios.py's DCQCN scenario: 3 long flows and at 100 us a 3 x 100 KB
+#: incast into one 40 Gb/s port (RED marking, CNPs, cuts; the rate-increase and alpha timers
+#: and the byte counter expire hundreds of times).  Long flows are traced (their engines stepped
 #: expiry by expiry, their trace rows compared too), the incast's are not (the fast path: idle
 #: cycles and the event in one call)
-SCENARIO = {
-    "name": "rtl_diff", "seed": 3, "duration_us": 300, "sample_us": 2,
-    "algorithms": ["dcqcn"],
-    "topology": {"kind": "dumbbell", "senders": 6, "receivers": 1, "rate_gbps": 40,
-                 "delay_us": 1},
-    "algo": {"dcqcn": {"profile": "paper", "kmin_bytes": 5000, "kmax_bytes": 60000,
-                       "pmax": 0.2, "cnp_interval_ns": 4000, "rpg_time_reset": 4,
-                       "dce_tcp_rtt": 4, "rpg_byte_reset": 10000}},
-    "workload": [{"name": "long", "kind": "long", "src": "senders[0:3]", "dst": "receivers",
-                  "stagger_us": 20},
-                 {"name": "incast", "kind": "incast", "src": "senders[3:6]",
-                  "dst": "receivers", "size_kb": 100, "at_us": 100}],
-}
+SCENARIO = DCQCN
 
 
 def scenario(**over):
-    raw = {**SCENARIO, **over}
-    return config.from_dict(raw, "<test>", default_name="rtl_diff")
+    return load(SCENARIO, "rtl_diff", **over)
 
 
 def _exercised(result, log):

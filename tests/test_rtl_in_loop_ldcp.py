@@ -29,7 +29,8 @@ from hw.nic.ldcp_window_config import ONE
 from sim.models.ldcp_transport import TAck
 from sim.rtl import engines
 from sim.rtl.diff import first_divergence, run_logged
-from sim.scenario import config
+from sim.scenario import runner
+from tests.rtl_in_loop_scenarios import dumbbell, load
 
 LONG = os.environ.get("CC_LONG", "") not in ("", "0")
 
@@ -39,23 +40,16 @@ pytestmark = pytest.mark.cocotb
 #: RTT 4.4 us, BDP 23 packets = the IW): fast start overflows K = 20 KB (Not-ECT drops, NAKs,
 #: exit 1), the ramp 5-30 KB marks, the windows fall to the floor (sub-1 pacing), and an RTO
 #: of 8 us fires behind the queue
-SCENARIO = {
-    "name": "rtl_diff_ldcp", "seed": 3, "duration_us": 150, "sample_us": 2,
-    "algorithms": ["ldcp"],
-    "topology": {"kind": "dumbbell", "senders": 14, "receivers": 1, "rate_gbps": 40,
-                 "delay_us": 1},
-    "algo": {"ldcp": {"kmin_bytes": 5000, "kmax_bytes": 30000, "pmax": 0.3, "k_bytes": 20000,
-                      "rto_ns": 8000}},
-    "workload": [{"name": "long", "kind": "long", "src": "senders[0:2]", "dst": "receivers",
-                  "stagger_us": 10},
-                 {"name": "incast", "kind": "incast", "src": "senders[2:14]",
-                  "dst": "receivers", "size_kb": 48, "at_us": 40}],
-}
+SCENARIO = dumbbell("rtl_diff_ldcp", "ldcp",
+                    {"kmin_bytes": 5000, "kmax_bytes": 30000, "pmax": 0.3, "k_bytes": 20000,
+                     "rto_ns": 8000},
+                    senders=14, n_long=2, stagger_us=10, incast_kb=48, incast_at_us=40,
+                    duration_us=150)
 
 
 def scenario(**ldcp):
-    raw = {**SCENARIO, "algo": {"ldcp": {**SCENARIO["algo"]["ldcp"], **ldcp}}}
-    return config.from_dict(raw, "<test>", default_name="rtl_diff_ldcp")
+    return load(SCENARIO, "rtl_diff_ldcp",
+                algo={"ldcp": {**SCENARIO["algo"]["ldcp"], **ldcp}})
 
 
 @functools.cache
@@ -87,31 +81,32 @@ def _same(scn, m=1):
 
 
 def test_sender_engine_alone():
-    """The Verilated sender on its own, against hand-derived values: a message started at
-    cycle 10 is taken at the edge that ends it, so the first packet is offered at cycle 11
-    (LSN 0, 1024 bytes, Not-ECT: fast start before the first ACK); the packets go back to back
-    up to the IW; the RTO register read back is the configuration's (8 us = 2000 cycles); a
-    look-ahead leaves the state as it was."""
-    from sim.net.algos.ldcp import LdcpParams
+    """The Verilated sender on its own (the scenario's flows' configuration: their build, no
+    second one), against hand-derived values: a message started at cycle 10 is taken at the
+    edge that ends it, so the first packet is offered at cycle 11 (LSN 0, the MTU of 1000
+    bytes, Not-ECT: fast start before the first ACK); the packets go back to back up to the
+    IW, the last one the 904 bytes left; the RTO register read back is the configuration's
+    (8 us = 2000 cycles); a look-ahead leaves the state as it was."""
     from sim.rtl.ldcp import RtlLdcpSender
 
-    params = scenario().params["ldcp"]
-    assert isinstance(params, LdcpParams)
-    cfg = params.transport(40.0, 1024, 250_000_000, 4_425_600)
+    net, _, _ = runner.build(scenario(), "ldcp")
+    spec = net.flows[0]
+    cfg = net.hosts[spec.src].senders[spec.flow_id].cfg
+    assert cfg.window.mtu == 1000 and cfg.window.clk_hz == 250_000_000
     e = RtlLdcpSender(cfg)
     assert e._rto == 2000
-    e.start_message(10, 5000)
+    e.start_message(10, 4904)
     assert e.next_wakeup() == 11
     p = e.release(11)
-    assert (p.lsn, p.length, p.ect, p.retx, p.last) == (0, 1024, False, False, False)
+    assert (p.lsn, p.length, p.ect, p.retx, p.last) == (0, 1000, False, False, False)
     before = e.snapshot()
     assert e.next_wakeup() == 12 and e.snapshot() == before
     for c in range(12, 16):
         p = e.release(c)
-    assert (p.lsn, p.length, p.last, p.ect) == (4096, 904, True, True)   # (the last: ECT)
+    assert (p.lsn, p.length, p.last, p.ect) == (4000, 904, True, True)   # (the last: ECT)
     # nothing more to send: the timeout (2000 cycles counted from the first packet's edge)
     assert e.next_wakeup() == 11 + 2000 + 1
-    e.on_ack(40, TAck(5000, False, 1))
+    e.on_ack(40, TAck(4904, False, 1))
     assert e.next_wakeup() == 41 and not e.done      # the ACK taken at 40's edge: done
     e.advance(41)
     assert e.done and e.stats.packets == 5

@@ -23,30 +23,18 @@ from hw.switch.marker_config import CSR_ADDR_WIDTH, MarkerReg
 from sim.models.marker import Descriptor
 from sim.rtl import engines
 from sim.rtl.diff import first_divergence, run_both, run_logged
-from sim.scenario import config, runner
+from sim.scenario import runner
+from tests.rtl_in_loop_scenarios import DCQCN, load
 
 pytestmark = pytest.mark.cocotb
 
 #: tests/test_rtl_in_loop.py's DCQCN scenario (3 long flows, a 3 x 100 KB incast at 100 us
 #: into one 40 Gb/s port; RED ramp 5 KB..60 KB, P_max 0.2) with an 80 KB queue limit
-SCENARIO = {
-    "name": "rtl_marker", "seed": 3, "duration_us": 300, "sample_us": 2,
-    "algorithms": ["dcqcn"],
-    "topology": {"kind": "dumbbell", "senders": 6, "receivers": 1, "rate_gbps": 40,
-                 "delay_us": 1},
-    "switch": {"queue_kb": 80},
-    "algo": {"dcqcn": {"profile": "paper", "kmin_bytes": 5000, "kmax_bytes": 60000,
-                       "pmax": 0.2, "cnp_interval_ns": 4000, "rpg_time_reset": 4,
-                       "dce_tcp_rtt": 4, "rpg_byte_reset": 10000}},
-    "workload": [{"name": "long", "kind": "long", "src": "senders[0:3]", "dst": "receivers",
-                  "stagger_us": 20},
-                 {"name": "incast", "kind": "incast", "src": "senders[3:6]",
-                  "dst": "receivers", "size_kb": 100, "at_us": 100}],
-}
+SCENARIO = {**DCQCN, "name": "rtl_marker", "switch": {"queue_kb": 80}}
 
 
 def scenario(**over):
-    return config.from_dict({**SCENARIO, **over}, "<test>", default_name="rtl_marker")
+    return load(SCENARIO, "rtl_marker", **over)
 
 
 def _marker_log(log):

@@ -80,7 +80,30 @@ class _Fields:
         return bits
 
 
-class RtlLdcpSender:
+class _RtlLdcpEngine:
+    """What the sender's and the receiver's constructors share: the Verilated top ``TOP`` of
+    ``make(cfg)`` (one build per configuration, :func:`sim.rtl.engines.rtl_model`), one
+    instance of it (``rtl``) after a reset and the top's after-reset hook
+    (:data:`sim.rtl.engines.AFTER_RESET`: register writes, planted bugs)."""
+
+    TOP = ""
+
+    def __init__(self, cfg, make):
+        self.cfg = cfg
+        self._model = rtl_model(self.TOP, cfg, make)
+        self.rtl = inst = self._model.instance()
+        inst.reset(1)
+        hook = AFTER_RESET.get(self.TOP)
+        if hook is not None:
+            hook(inst, cfg)
+
+    def _stream(self, name: str) -> tuple[int, int, int]:
+        """The port indices of stream ``name``: ``valid``, ``ready``, ``payload``."""
+        p = self._model.port
+        return p(f"{name}__valid"), p(f"{name}__ready"), p(f"{name}__payload")
+
+
+class RtlLdcpSender(_RtlLdcpEngine):
     """The LDCP sender's Verilated RTL behind :class:`sim.net.engine_api.WindowSenderEngine`
     (the module docstring has the timing); ``cfg``: its
     :class:`hw.nic.ldcp_transport_config.LdcpTransportConfig` (one build per configuration:
@@ -91,20 +114,11 @@ class RtlLdcpSender:
     def __init__(self, cfg):
         from hw.nic.ldcp_transport import LdcpSender
 
-        self.cfg = cfg
-        model = rtl_model(self.TOP, cfg, LdcpSender)
-        self.rtl = inst = model.instance()
-        inst.reset(1)
-        hook = AFTER_RESET.get(self.TOP)
-        if hook is not None:
-            hook(inst, cfg)
-        p = model.port
-        self._p_valid, self._p_ready, self._p_payload = (p("pkt__valid"), p("pkt__ready"),
-                                                         p("pkt__payload"))
-        self._a_valid, self._a_ready, self._a_payload = (p("ack__valid"), p("ack__ready"),
-                                                         p("ack__payload"))
-        self._s_valid, self._s_ready, self._s_payload = (p("start__valid"), p("start__ready"),
-                                                         p("start__payload"))
+        super().__init__(cfg, LdcpSender)
+        model, inst, p = self._model, self.rtl, self._model.port
+        self._p_valid, self._p_ready, self._p_payload = self._stream("pkt")
+        self._a_valid, self._a_ready, self._a_payload = self._stream("ack")
+        self._s_valid, self._s_ready, self._s_payload = self._stream("start")
         self._state, self._cw = p("state"), p("cw")
         self.st = _Fields(ldcp_tx_state_layout(cfg), {"stage": LdcpTxStage,
                                                       "load_kind": LdcpTxLoad})
@@ -304,7 +318,7 @@ class RtlLdcpSender:
 _FLAGS = {"active", "done", "first_ack", "load_pending", "ev_rto", "ev_bad_ack"}
 
 
-class RtlLdcpReceiver:
+class RtlLdcpReceiver(_RtlLdcpEngine):
     """The LDCP receiver's Verilated RTL behind :class:`sim.net.engine_api.WindowReceiverEngine`.
 
     A packet at cycle ``c`` is offered in cycle ``c`` and taken at the edge that ends it; its
@@ -320,16 +334,9 @@ class RtlLdcpReceiver:
     def __init__(self, cfg):
         from hw.nic.ldcp_transport import LdcpReceiver
 
-        self.cfg = cfg
-        model = rtl_model(self.TOP, cfg, LdcpReceiver)
-        self.rtl = inst = model.instance()
-        inst.reset(1)
-        hook = AFTER_RESET.get(self.TOP)
-        if hook is not None:
-            hook(inst, cfg)
-        p = model.port
-        self._d_valid, self._d_ready, self._d_payload = (p("data__valid"), p("data__ready"),
-                                                         p("data__payload"))
+        super().__init__(cfg, LdcpReceiver)
+        model, inst, p = self._model, self.rtl, self._model.port
+        self._d_valid, self._d_ready, self._d_payload = self._stream("data")
         self._a_valid, self._a_payload = p("ack__valid"), p("ack__payload")
         self._dl_valid, self._dl = p("deliver_valid"), p("deliver")
         self._state = p("state")
