@@ -140,3 +140,20 @@ def test_delayed_acks_flush_timer():
     _, glog = golden_run(2)
     assert sum(1 for _, _, kind, _ in glog if kind == "poll") > 20     # flush-timer ACKs
     _same(scenario(m=2), m=2)
+
+
+@pytest.mark.skipif(not LONG, reason="CC_LONG=1: bundled LDCP scenarios (0.9-1 ms of traffic "
+                                     "each, a minute or more of CPU with the RTL)")
+@pytest.mark.parametrize("name, duration_us", [("default", None), ("ldcp_incast", 900)])
+def test_bundled_scenarios(name, duration_us):
+    """Bundled scenarios as a user runs them (``python -m sim run <name> --engine rtl``): the
+    RTL run's RunResult equals the golden run's, first divergence named otherwise."""
+    from sim.rtl.diff import run_both
+    from sim.scenario import config
+
+    over = {} if duration_us is None else {"duration_us": duration_us}
+    scn = config.load(name, over, ["ldcp"])
+    g, r, div = run_both(scn, "ldcp", record=False)
+    assert div is None, str(div)
+    assert r == g
+    assert g.counters["marks"] > 0, g.counters                # the ramp was reached
