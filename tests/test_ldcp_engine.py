@@ -29,7 +29,8 @@ from hw.params import ConfigError
 from sim.models.flow_engine import FlowEngineModel
 from sim.models.ldcp_engine import LdcpDatapathModel, pack_wr, phase_releases, unpack_wr
 from sim.models.ldcp_window import Ack, LdcpWindowModel
-from tests.test_flow_engine import SEED, Harness
+from tests import ldcp_engine_harness as harness
+from tests.test_flow_engine import SEED
 
 LONG = os.environ.get("CC_LONG", "0") == "1"
 RTT = 200                      # cycles (short, so that releases come often)
@@ -39,7 +40,7 @@ WR, ON, DL, OVR = range(4)
 
 def window(**kw) -> LdcpWindowConfig:
     base = dict(alpha=1.0, beta=0.5, gamma=0.125, m=8, cw_max=16.0, cw_init=2.0,
-                rtt_us=RTT / 156.25)
+                rtt_us=harness.us(RTT))
     base.update(kw)
     return LdcpWindowConfig(**base)
 
@@ -48,24 +49,22 @@ def config(n_flows=16, time_width=16, horizon=4096, slots=8192, **kw) -> LdcpEng
     """A small engine; the default horizon holds the longest release interval (RTT / gamma =
     1600 cycles), so no release deadline is parked (a parked one re-evaluated within
     reeval(L) cycles of its deadline is late)."""
-    eng = dict(n_flows=n_flows, time_width=time_width, wheel_horizon=horizon,
-               wheel_slots=slots, out_fifo_depth=30,
-               wheel_entries_per_flow=4 if n_flows <= 64 else 2)
-    return LdcpEngineConfig(engine=FlowEngineConfig(**eng), window=window(**kw))
+    return LdcpEngineConfig(engine=harness.flow_engine(n_flows, time_width, horizon, slots, 30),
+                            window=window(**kw))
 
 
 def q16(x: float) -> int:
     return round(x * ONE)
 
 
-class Dp:
-    """The datapath model on its own with the default registers."""
+class Dp(harness.ModelDriver):
+    """The datapath model on its own with the default registers (the states given to each
+    event)."""
+
+    DATAPATH, MODEL = LdcpDatapath, LdcpDatapathModel
 
     def __init__(self, cfg=None, **regs):
-        self.cfg = cfg or config()
-        self.m = LdcpDatapathModel(LdcpDatapath(self.cfg))
-        self.regs = self.m.regs_reset()
-        self.regs.update(regs)
+        super().__init__(cfg or config(), **regs)
         self.nw = self.cfg.window.event_n_width
 
     def state(self, cw, on=0, dl=0, ovr=0, rel=0):
@@ -415,10 +414,6 @@ def test_rtl_datapath_vectors(div_steps, rtt, default):
     """The datapath alone (no engine), one random vector per clock for 800 clocks: its
     outputs L - 1 cycles later equal the model's (W = 16, L = 21 / 19 / 27; and the top's
     build, W = 26, L = 26)."""
-    from amaranth.sim import Simulator
-
-    from tests.datapath_harness import Harness as DpHarness
-    from tests.datapath_harness import spans, unpack
     cfg = (LdcpEngineConfig() if default else
            LdcpEngineConfig(engine=config().engine.replace(out_fifo_depth=40),
                             window=window(), div_steps=div_steps))
@@ -428,41 +423,11 @@ def test_rtl_datapath_vectors(div_steps, rtt, default):
     regs["rtt"] = rtt
     rng = random.Random(f"{SEED}-vectors-{div_steps}")
     vectors = _datapath_vectors(cfg, rng, 800)
-    h = DpHarness(dp)
-    lay = dp.state_layout
-    sp = spans(lay)
-    L = dp.latency
-    got = []
-
-    async def bench(ctx):
-        ctx.set(h.regs.as_value(), dp.regs_layout.const(regs).as_bits())
-        for i in range(len(vectors) + L - 1):
-            if i < len(vectors):
-                state, kind, payload, t = vectors[i]
-                ctx.set(h.state.as_value(), lay.const(state).as_bits())
-                ctx.set(h.kind, kind)
-                ctx.set(h.cn.as_value(), payload if kind == EventKind.CN else 0)
-                ctx.set(h.t, t)
-                ctx.set(h.valid, 1)
-            if i >= L - 1:
-                expired = bool(ctx.get(h.expired))
-                got.append((unpack(sp, ctx.get(h.next.as_value())),
-                            ctx.get(h.wake) if ctx.get(h.wake_valid) else None, expired,
-                            ctx.get(h.late) if expired else 0))
-            await ctx.tick()
-
-    sim = Simulator(h)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    sat = 0
+    wants = harness.check_vectors(dp, model, regs, vectors)
     model_mask = (1 << cfg.engine.time_width) - 1
-    for i, ((state, kind, payload, t), g) in enumerate(zip(vectors, got, strict=True)):
-        want = model.update(regs, state, kind, payload, t)
-        assert g == (want.next_state, want.wake, want.expired, want.late), (i, state, kind)
-        sat += want.next_state["on"] and ((want.next_state["dl"] - t) & model_mask
-                                          ) == cfg.j_max
-    print(f"seed {SEED}: {len(vectors)} vectors, L = {L}, {sat} saturated intervals")
+    sat = sum(bool(w.next_state["on"]) and ((w.next_state["dl"] - t) & model_mask) == cfg.j_max
+              for (_, _, _, t), w in zip(vectors, wants, strict=True))
+    print(f"seed {SEED}: {len(vectors)} vectors, L = {dp.latency}, {sat} saturated intervals")
 
 
 def test_rtl_random_many_flows():
@@ -474,7 +439,7 @@ def test_rtl_random_many_flows():
     (CC_LDCP_EVENTS overrides the count)."""
     cfg = config(n_flows=1024, time_width=14, horizon=1024, slots=4096, cw_init=1.25)
     rng = random.Random(SEED)
-    h = Harness(cfg.engine, LdcpDatapath(cfg), seed=SEED, model_dp=LdcpDatapathModel)
+    h = harness.engine_harness(cfg, LdcpDatapath, LdcpDatapathModel)
     h.p_valid = {"tx": 0.5, "cn": 0.6, "ctl": 0.3, "csr_w": 0.05}
     h.p_rate_ready, h.p_rd_ready = 0.8, 0.6
     nw = cfg.window.event_n_width
@@ -512,14 +477,10 @@ def test_rtl_random_many_flows():
                                       (4, rng.randrange(50, 400))])
                     h.queues["csr_w"].append(reg)
             done += chunk
-            while any(h.queues.values()):
-                await h.run(ctx, 100)
-        await h.run(ctx, 300)
-        await h.read_counter(ctx, "expiries")
-    h.simulate(body)
-    c = h.model.counters
+            await harness.run_queues(h, ctx, 100)
+        await harness.finish(h, ctx, 300)
+    c = harness.simulate(h, body)
     assert c["ev_cn"] > events // 2 and c["expiries"] > 10, c
-    assert h.model.wheel.out.overflow_count == 0
     print(f"seed {SEED}: {len(flows)} flows, {h.cycle} cycles, {h.model.issued} events, "
           f"{c['expiries']} releases, late_max {c['late_max']}")
 

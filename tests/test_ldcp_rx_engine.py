@@ -17,7 +17,8 @@ from hw.nic.ldcp_transport_config import LdcpTransportConfig
 from hw.nic.ldcp_window_config import MTU_WIDTH, LdcpWindowConfig
 from hw.params import ConfigError
 from sim.models.ldcp_engine import LdcpRxDatapathModel
-from tests.test_flow_engine import SEED, Harness
+from tests import ldcp_engine_harness as harness
+from tests.test_flow_engine import SEED
 
 LONG = os.environ.get("CC_LONG", "0") == "1"
 MTU = 1000
@@ -25,30 +26,25 @@ MTU = 1000
 
 def rx_config(n_flows=16, time_width=16, m=4, ack_delay_cycles=50, latency=1, lsn_width=32,
               horizon=1024, slots=4096) -> LdcpRxEngineConfig:
-    clk = 156.25e6
     win = LdcpWindowConfig(m=m, mtu=MTU, rtt_us=1.0)
-    tr = LdcpTransportConfig(window=win, ack_delay_us=ack_delay_cycles / (clk / 1e6),
+    tr = LdcpTransportConfig(window=win, ack_delay_us=harness.us(ack_delay_cycles),
                              lsn_width=lsn_width)
-    eng = FlowEngineConfig(n_flows=n_flows, time_width=time_width, wheel_horizon=horizon,
-                           wheel_slots=slots, out_fifo_depth=max(8, latency + 4),
-                           wheel_entries_per_flow=4 if n_flows <= 64 else 2)
+    eng = harness.flow_engine(n_flows, time_width, horizon, slots, max(8, latency + 4))
     return LdcpRxEngineConfig(engine=eng, transport=tr, latency=latency)
 
 
-class Rx:
+class Rx(harness.ModelDriver):
+    """The receiver's datapath model with its registers; a packet or a pop returns the record
+    (:attr:`rec`)."""
+
+    DATAPATH, MODEL = LdcpRxDatapath, LdcpRxDatapathModel
+
     def __init__(self, cfg=None, **regs):
-        self.cfg = cfg or rx_config()
-        self.dp = LdcpRxDatapath(self.cfg)
-        self.m = LdcpRxDatapathModel(self.dp)
-        self.regs = self.m.regs_reset()
-        self.regs.update(regs)
+        super().__init__(cfg or rx_config(), **regs)
         self.lw = self.cfg.transport.lsn_width
-        self.s = self.m.init_state(self.regs)
-        self.last = None
 
     def _do(self, kind, payload, t):
-        self.last = self.m.update(self.regs, self.s, kind, payload, t)
-        self.s = self.last.next_state
+        super()._do(kind, payload, t)
         return self.rec
 
     def pkt(self, t, lsn, length=MTU, ce=0, last=0):
@@ -182,11 +178,6 @@ def _rx_vectors(cfg, rng, count):
 
 @pytest.mark.parametrize("latency", [1, 3])
 def test_rtl_rx_datapath_vectors(latency):
-    from amaranth.hdl import Module, Signal
-    from amaranth.sim import Simulator
-
-    from tests.datapath_harness import Harness as DpHarness
-    from tests.datapath_harness import spans, unpack
     cfg = rx_config(latency=latency)
     dp = LdcpRxDatapath(cfg)
     model = LdcpRxDatapathModel(dp)
@@ -194,41 +185,7 @@ def test_rtl_rx_datapath_vectors(latency):
     regs = model.regs_reset()
     regs.update(m=rng.randrange(1, 8), ack_delay=rng.randrange(0, 100))
     vectors = _rx_vectors(cfg, rng, 800)
-    h = DpHarness(dp)
-    lay = dp.state_layout
-    sp = spans(lay)
-    L = dp.latency
-    got = []
-
-    async def bench(ctx):
-        ctx.set(h.regs.as_value(), dp.regs_layout.const(regs).as_bits())
-        for i in range(len(vectors) + L - 1):
-            if i < len(vectors):
-                state, kind, payload, t = vectors[i]
-                ctx.set(h.state.as_value(), lay.const(state).as_bits())
-                ctx.set(h.kind, kind)
-                ctx.set(h.cn.as_value(), payload if kind == EventKind.CN else 0)
-                ctx.set(h.t, t)
-                ctx.set(h.valid, 1)
-            if i >= L - 1:
-                expired = bool(ctx.get(h.expired))
-                got.append((unpack(sp, ctx.get(h.next.as_value())),
-                            ctx.get(h.wake) if ctx.get(h.wake_valid) else None, expired,
-                            ctx.get(h.late) if expired else 0))
-            await ctx.tick()
-
-    top = Module()                  # (a sync domain for L = 1, whose update is combinational)
-    top.submodules.h = h
-    tick = Signal()
-    top.d.sync += tick.eq(~tick)
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    for i, ((state, kind, payload, t), g) in enumerate(zip(vectors, got, strict=True)):
-        want = model.update(regs, state, kind, payload, t)
-        assert g == (want.next_state, want.wake, want.expired, want.late), (i, state, kind,
-                                                                           payload, t)
+    harness.check_vectors(dp, model, regs, vectors)
 
 
 # -- inside the engine: RTL against the engine model, every output every cycle -------------------
@@ -243,7 +200,7 @@ def test_rtl_rx_same_flow_every_cycle():
     equals the model's; the expected LSN ends at the bytes delivered in order."""
     cfg = rx_config(m=4)
     lw = cfg.transport.lsn_width
-    h = Harness(cfg.engine, LdcpRxDatapath(cfg), seed=SEED, model_dp=LdcpRxDatapathModel)
+    h = harness.engine_harness(cfg, LdcpRxDatapath, LdcpRxDatapathModel)
 
     async def body(ctx):
         await h.wait_ready(ctx)
@@ -273,7 +230,7 @@ def test_rtl_rx_random_many_flows():
     n = 1024 if LONG else 256             # (the table's init sweep is the default's cost)
     cfg = rx_config(n_flows=n, time_width=14, m=4, ack_delay_cycles=40)
     lw = cfg.transport.lsn_width
-    h = Harness(cfg.engine, LdcpRxDatapath(cfg), seed=SEED, model_dp=LdcpRxDatapathModel)
+    h = harness.engine_harness(cfg, LdcpRxDatapath, LdcpRxDatapathModel)
     rng = random.Random(f"{SEED}-rx-engine")
     h.p_valid = {"tx": 0.5, "cn": 0.9, "ctl": 0.5, "csr_w": 0.05}
     h.p_rate_ready, h.p_rd_ready = 0.8, 0.6
@@ -322,14 +279,10 @@ def test_rtl_rx_random_many_flows():
                                                          (2, rng.randrange(0, 120))]))
             done += 200
             gen[0] = done
-            while any(h.queues.values()):
-                await h.run(ctx, 50)
-        await h.run(ctx, 200)
-        await h.read_counter(ctx, "expiries")
-    h.simulate(body)
-    c = h.model.counters
+            await harness.run_queues(h, ctx, 50)
+        await harness.finish(h, ctx, 200)
+    c = harness.simulate(h, body)
     cpu = time.process_time() - t0
-    assert h.model.wheel.out.overflow_count == 0
     assert c["ev_cn"] > gen[0] // 2 and c["expiries"] > 10, c
     assert not LONG or h.model.issued >= events
     print(f"seed {SEED}: {len(flows)} flows, {h.cycle} cycles, {h.model.issued} events, "

@@ -33,6 +33,23 @@ A multi-flow engine's per-flow registers (``flow_registers``) are windows of
 ``2**flow_shift`` words, flow ``f`` register ``r`` at word ``flow_base + (f << flow_shift | r)``
 with ``flow_base`` the power of two above the header (a single address bit tells a flow access
 from a global one).
+
+Wide fields
+-----------
+A field wider than a word (a multi-flow engine's state field: TIMELY's ``rtt_diff``, LDCP's
+``wr``) is split into ``ceil(width / 32)`` consecutive words ``NAME_W0``, ``NAME_W1``, ...,
+low word first (word ``j`` holds bits ``[32 j + 31 : 32 j]``), made by :func:`wide_registers`.
+Accesses are atomic by two rules, the same in the RTL and in :class:`RegisterModel`:
+
+* read: reading ``W0`` snapshots the whole field (and returns its low word); reading
+  ``W1``... returns the snapshot's word, not the live value;
+* write: writing ``W1``... only stages the word; writing ``W0`` commits the whole field
+  (``W0``'s data and the staged high words) in one update.
+
+So software reads a wide field low word first and writes it high words first.  The snapshot
+and the staged words are one per field, shared by every flow (one bus master: read or write
+one flow's words without another flow's access of the same field in between).  Staged and
+snapshot words are 0 after reset.
 """
 
 from __future__ import annotations
@@ -44,7 +61,7 @@ from dataclasses import dataclass, field, replace
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
 __all__ = ["Field", "Register", "RegisterMap", "RegisterModel", "CsrBank", "fourcc",
-           "HEADER_REGISTERS"]
+           "HEADER_REGISTERS", "wide_registers"]
 
 #: the identification header's registers, in address order from ``header_offset``
 HEADER_REGISTERS = ("ID", "VERSION", "SIZE", "FLOWS")
@@ -105,11 +122,16 @@ class Field:
 @dataclass(frozen=True)
 class Register:
     """A register: a name, a word address (assigned by :class:`RegisterMap` after the previous
-    register when ``None``) and its fields, least significant first."""
+    register when ``None``) and its fields, least significant first.
+
+    ``wide``: ``(field, word, words)`` when the register is word ``word`` of the ``words``
+    32-bit words of a field wider than a word (see "Wide fields" in the module docstring;
+    :func:`wide_registers` builds them)."""
     name: str
     fields: tuple[Field, ...]
     desc: str = ""
     addr: int | None = None
+    wide: tuple[str, int, int] | None = None
 
     def __post_init__(self):
         if not _NAME.match(self.name):
@@ -173,6 +195,30 @@ class Register:
 
     def unpack(self, word: int) -> dict[str, int]:
         return {f.name: (word >> f.offset) & ((1 << f.width) - 1) for f in self.fields}
+
+
+def wide_registers(name: str, width: int, access: str = "rw", desc: str = "",
+                   data_width: int = 32) -> tuple[Register, ...]:
+    """The registers of field ``name`` (``width`` bits): one register named ``NAME`` when it
+    fits a word, else ``NAME_W0``, ``NAME_W1``, ... (low word first) with the atomic read and
+    write rules of the module docstring ("Wide fields")."""
+    if width <= data_width:
+        return (Register.single(name.upper(), width, access=access, desc=desc),)
+    words = -(-width // data_width)
+    out = []
+    for j in range(words):
+        lo = j * data_width
+        w = min(data_width, width - lo)
+        rule = ("reading it snapshots the whole field, writing it commits the staged high "
+                "words" if j == 0 else f"reads word {j} of the snapshot taken by reading "
+                f"{name.upper()}_W0; a write is staged until {name.upper()}_W0 is written")
+        text = f"{name}[{lo + w - 1}:{lo}], word {j} of {words} (low word first): {rule}"
+        if desc:
+            text = f"{desc}; {text}"
+        out.append(Register(f"{name.upper()}_W{j}",
+                            (Field(f"{name.lower()}_w{j}", w, access, desc=text),), text,
+                            wide=(name, j, words)))
+    return tuple(out)
 
 
 def _as_registers(items) -> list[Register]:
@@ -431,6 +477,13 @@ class RegisterModel:
         self.flow_values = [{r.name: r.reset for r in regmap.flow_registers}
                             for _ in range(regmap.flows)]
         self._header = regmap.header_values()
+        # wide fields (module docstring): word registers by field, staged and snapshot words
+        self._wide: dict[str, list[Register]] = {}
+        for r in regmap.registers + regmap.flow_registers:
+            if r.wide is not None:
+                self._wide.setdefault(r.wide[0], [None] * r.wide[2])[r.wide[1]] = r
+        self.staged = {n: [0] * len(ws) for n, ws in self._wide.items()}
+        self.snapshot = {n: [0] * len(ws) for n, ws in self._wide.items()}
 
     def __getitem__(self, name: str) -> int:
         return self.values[name]
@@ -447,8 +500,21 @@ class RegisterModel:
             return None
         reg, flow = hit
         store = self.values if flow is None else self.flow_values[flow]
-        store[reg.name] = value & reg.write_mask
+        if reg.wide is None:
+            store[reg.name] = value & reg.write_mask
+            return reg, flow
+        name, j, _ = reg.wide
+        self.staged[name][j] = value & reg.write_mask
+        if j == 0:      # the low word commits the field: every word at once
+            for word_reg, v in zip(self._wide[name], self.staged[name], strict=True):
+                store[word_reg.name] = v
         return reg, flow
+
+    def _word(self, reg: Register, flow: int | None) -> int:
+        if reg.name in self.sources:
+            return self.sources[reg.name]() & ((1 << reg.width) - 1)
+        word = self.values[reg.name] if flow is None else self.flow_values[flow][reg.name]
+        return word & reg.read_mask
 
     def read(self, addr: int) -> int:
         if addr in self._header:
@@ -457,10 +523,12 @@ class RegisterModel:
         if hit is None:
             return 0
         reg, flow = hit
-        if reg.name in self.sources:
-            return self.sources[reg.name]() & ((1 << reg.width) - 1)
-        word = self.values[reg.name] if flow is None else self.flow_values[flow][reg.name]
-        return word & reg.read_mask
+        if reg.wide is None:
+            return self._word(reg, flow)
+        name, j, _ = reg.wide
+        if j == 0:      # the low word snapshots the field
+            self.snapshot[name] = [self._word(r, flow) for r in self._wide[name]]
+        return self.snapshot[name][j]
 
 
 class CsrBank:
@@ -485,6 +553,9 @@ class CsrBank:
 
     def __init__(self, regmap: RegisterMap, *, resets: Mapping[str, int] | None = None,
                  external: Mapping[str, Value] | None = None):
+        if any(r.wide is not None for r in regmap.registers + regmap.flow_registers):
+            raise ValueError(f"register map {regmap.name}: wide fields (words of a field) are "
+                             "built by hw.nic.engine_regs.EngineRegs, not CsrBank")
         self.map = regmap
         self.external = dict(external or {})
         resets = dict(resets or {})

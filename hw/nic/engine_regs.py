@@ -8,9 +8,15 @@ empty, the engine's rule), the engine's read-only counters, lateness histogram a
 statistics from ``COUNTER_BASE`` (0x80), the identification header above them (word 0x100),
 and, with ``flows``, a window per flow (:func:`flow_window_registers`): flow ``f``'s register
 ``r`` at word ``flow_base + (f << k | r)``, one word per field of the datapath's state (in the
-order of its ``state_layout``, so word ``i`` is the ``ctl`` field number ``i``) and a ``CTRL``
-word (START / STOP / RESET, and the flow's ``en`` bit).  The addresses below 0x100 are the
-engine's own, unchanged.
+order of its ``state_layout``; a field wider than 32 bits takes ``ceil(width / 32)`` words
+``NAME_W0``, ``NAME_W1``, ..., low word first) and a ``CTRL`` word (START / STOP / RESET, and
+the flow's ``en`` bit).  The addresses below 0x100 are the engine's own, unchanged.
+
+Wide fields are accessed atomically (:mod:`hw.lib.csr`, "Wide fields"): reading ``W0`` is the
+engine READ and snapshots the whole field, reading a higher word answers at once from that
+snapshot; writing a higher word stages it (no engine operation), writing ``W0`` is the one
+``ctl`` WRITE of the whole field (``W0``'s data and the staged words).  One snapshot and one
+set of staged words per field, shared by the flows.
 
 :class:`EngineRegs` wraps the engine and turns window accesses into the engine's control
 operations: a window write is a ``CtlOp.WRITE`` (a ``CTRL`` write START / STOP / RESET), a
@@ -22,18 +28,19 @@ into a held ``RVALID``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 
-from ..lib.csr import Field, Register, RegisterMap
+from ..lib.csr import Field, Register, RegisterMap, wide_registers
 from ..lib.csr_port import csr_ports
 from ..params import ConfigError
 from .flow_datapath import CtlOp
 from .flow_engine import pipe_depth
 from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH
 
-__all__ = ["engine_register_map", "flow_window_registers", "EngineRegs", "COUNTER_DESC",
+__all__ = ["engine_register_map", "flow_window_registers", "window_words", "EngineRegs",
+           "COUNTER_DESC",
            "CTRL_START", "CTRL_STOP", "CTRL_RESET", "CTRL_EN_BIT"]
 
 #: descriptions of the engine's read-only registers (docs/flow-engine.md, "Counters")
@@ -55,21 +62,29 @@ CTRL_EN_BIT = 8
 _CTRL_OPS = ((0, CtlOp.START), (1, CtlOp.STOP), (2, CtlOp.RESET))
 
 
+def window_words(dp) -> list[tuple[int, str, int, int]]:
+    """A flow window's state words in address order: ``(field index, field name, word,
+    words)`` (``words`` 1 for a field of at most 32 bits, else its 32-bit words, low first)."""
+    out = []
+    for i, (name, f) in enumerate(data.Layout.cast(dp.state_layout)):
+        words = -(-f.width // 32)
+        out += [(i, name, j, words) for j in range(words)]
+    return out
+
+
 def flow_window_registers(dp, field_desc: dict[str, str] | None = None) -> tuple[Register, ...]:
-    """One flow's window: a read-write word per state field of datapath ``dp`` (word ``i`` =
-    field number ``i`` of its ``state_layout``; at most 32 bits each), then ``CTRL``."""
+    """One flow's window: a read-write word per state field of datapath ``dp`` (in the order
+    of its ``state_layout``; a field wider than 32 bits: its words ``NAME_W0``..., low word
+    first, with the atomic rules of :mod:`hw.lib.csr`), then ``CTRL``."""
     field_desc = field_desc or {}
     regs = []
     for name, f in data.Layout.cast(dp.state_layout):
-        if f.width > 32:
-            raise ConfigError(dp, f"state field {name}", f.width,
-                              "at most 32 bits for a per-flow register window")
         if name.upper() == "CTRL":
             raise ConfigError(dp, "state field", name, "a name other than ctrl (the window's "
                               "control word)")
-        regs.append(Register.single(name.upper(), f.width,
-                                    desc=field_desc.get(name, f"state field {name} (a write "
-                                                        "is a ctl WRITE)")))
+        regs += wide_registers(name, f.width, desc=field_desc.get(
+            name, f"state field {name}" + (" (a write is a ctl WRITE)" if f.width <= 32
+                                           else "")))
     regs.append(Register("CTRL", (
         Field("start", 1, "wo", desc="1: START (state := init, en := 1)"),
         Field("stop", 1, "wo", desc="1: STOP (en := 0, state kept)"),
@@ -131,7 +146,14 @@ class EngineRegs(wiring.Component):
     is in the engine's order before any later access.  A read (``csr_rstb``) issues ``{f,
     READ}`` and raises ``csr_rack`` with the field (``CTRL``: ``en`` at bit 8) the cycle after
     it takes the engine's ``rd`` answer: the state after every event taken before the READ.
-    Without ``csr_rstb`` a window word reads 0.  The wrapper's operations go to the engine's
+    Without ``csr_rstb`` a window word reads 0.
+
+    Wide fields (``NAME_W0``, ``NAME_W1``, ...; :mod:`hw.lib.csr`, "Wide fields"): a write of
+    a high word is taken at once (``csr_w.ready``) into the field's staged word, no
+    operation; a write of ``W0`` is the WRITE of the whole field (``W0``'s data, the staged
+    words above).  A read of ``W0`` is a READ as above and keeps the field's high words as its
+    snapshot; a read of a high word answers (``csr_rack``) the cycle after ``csr_rstb`` with
+    the snapshot's word, no operation.  The wrapper's operations go to the engine's
     ``ctl`` before the outer ``ctl`` stream's (which waits meanwhile), one at a time.
 
     ``rd``: every READ's origin (window or the outer ``ctl``) is queued in issue order (the
@@ -202,8 +224,17 @@ class EngineRegs(wiring.Component):
 
         # ---- per-flow windows ---------------------------------------------------------------
         cfg, lay = self.config, self.layouts
-        fields = lay["fields"]
-        n_fields = len(fields)                  # CTRL is word n_fields of a window
+        words = window_words(self.dp)           # (field index, name, word, words) by address
+        n_words = len(words)                    # CTRL is word n_words of a window
+        widths = {name: f.width for name, f in data.Layout.cast(self.dp.state_layout)}
+        # wide fields: the staged high words (written before W0) and the snapshot of the high
+        # words (taken when W0 is read), one set per field, shared by the flows
+        staged, snap = {}, {}
+        for _, name, j, _nw in words:
+            if j:
+                width = min(32, widths[name] - 32 * j)
+                staged[name, j] = Signal(width, name=f"win_stage_{name}_w{j}")
+                snap[name, j] = Signal(width, name=f"win_snap_{name}_w{j}")
         k = regmap.flow_shift
         top = AW - 1                            # 1: a window word
         FW = cfg.flow_width
@@ -269,31 +300,71 @@ class EngineRegs(wiring.Component):
         w_index = waddr[:k]
         cmd = w.payload.data[:3]
         w_op = Signal(CtlOp, name="win_w_op")
-        with m.If(w_index == n_fields):
+        with m.If(w_index == n_words):
             m.d.comb += w_op.eq(Mux(cmd[0], CtlOp.START, Mux(cmd[1], CtlOp.STOP,
                                                                 CtlOp.RESET)))
         with m.Else():
             m.d.comb += w_op.eq(CtlOp.WRITE)
-        w_has_op = w_win & flow_ok(waddr) & ((w_index < n_fields)
-                                             | ((w_index == n_fields) & (cmd != 0)))
+        # the word's ctl field number and value; a wide field's high word is only staged
+        w_field = Signal.like(req.field, name="win_w_field")
+        w_value = Signal.like(req.value, name="win_w_value")
+        w_high = Signal(name="win_w_high")
+        with m.Switch(w_index):
+            for a, (i, name, j, nw) in enumerate(words):
+                with m.Case(a):
+                    m.d.comb += w_field.eq(i)
+                    if j:
+                        m.d.comb += w_high.eq(1)
+                    else:       # W0 commits the whole field: its data and the staged words
+                        m.d.comb += w_value.eq(Cat(w.payload.data, *(
+                            staged[name, x] for x in range(1, nw))))
+        w_has_op = w_win & flow_ok(waddr) & (((w_index < n_words) & ~w_high)
+                                             | ((w_index == n_words) & (cmd != 0)))
+        with m.If(w.valid & w_win & flow_ok(waddr) & w_high):     # (ready at once)
+            with m.Switch(w_index):
+                for a, (_i, name, j, _nw) in enumerate(words):
+                    if j:
+                        with m.Case(a):
+                            m.d.sync += staged[name, j].eq(w.payload.data)
         w_loaded = Signal(name="win_w_loaded")      # csr_w's operation is in req
         m.d.comb += w.ready.eq(Mux(w_engine, engine.csr_w.ready,
                                    Mux(w_has_op, take_req & req_write, 1)))
 
         # reads: a window word issues a READ, then waits for its answer on rd
-        r_win = raddr[top] & flow_ok(raddr) & (raddr[:k] <= n_fields)
+        # (a wide field's high word answers at once from the snapshot: no READ)
+        r_high = Signal(name="win_r_high")
+        r_high_data = Signal(32, name="win_r_high_data")
+        with m.Switch(raddr[:k]):
+            for a, (_i, name, j, _nw) in enumerate(words):
+                if j:
+                    with m.Case(a):
+                        m.d.comb += [r_high.eq(1), r_high_data.eq(snap[name, j])]
+        r_win = raddr[top] & flow_ok(raddr) & (raddr[:k] <= n_words) & ~r_high
+        h_ack = Signal(name="win_h_ack")            # a high word's answer, from the snapshot
+        h_data = Signal(32, name="win_h_data")
+        m.d.sync += [h_ack.eq(self.csr_rstb & raddr[top] & flow_ok(raddr) & r_high),
+                     h_data.eq(r_high_data)]
         r_todo = Signal(name="win_r_todo")          # the READ is still to be loaded into req
         r_flow = Signal(FW, name="win_r_flow")
         r_index = Signal(k, name="win_r_index")
         r_word = Signal(lay["word"], name="win_r_word")
         r_done = Signal(name="win_r_done")          # r_word holds the answer: rack
         g_ack = Signal(name="csr_g_ack")            # a global (or unmapped) word's rack
+        # (g_ack also acknowledges a high word: h_ack then selects its data)
         m.d.sync += [g_ack.eq(self.csr_rstb & ~r_win), r_done.eq(rd_take)]
         with m.If(self.csr_rstb & r_win):
             m.d.sync += [r_todo.eq(1), r_flow.eq(flow_of(raddr)),
                          r_index.eq(raddr[:k])]
         with m.If(rd_take):
             m.d.sync += r_word.eq(engine.rd.payload.word)
+            # reading W0 of a wide field snapshots its high words
+            with m.Switch(r_index):
+                for a, (_i, name, j, nw) in enumerate(words):
+                    if j == 0 and nw > 1:
+                        with m.Case(a):
+                            value = engine.rd.payload.word.algo[name]
+                            m.d.sync += [snap[name, x].eq(value[32 * x:32 * x + 32])
+                                         for x in range(1, nw)]
 
         with m.If(take_req):
             m.d.sync += req_valid.eq(0)
@@ -307,16 +378,17 @@ class EngineRegs(wiring.Component):
             with m.Elif(w.valid & w_has_op & ~w_loaded):
                 m.d.sync += [req_valid.eq(1), req_write.eq(1), w_loaded.eq(1),
                              req.flow.eq(flow_of(waddr)), req.op.eq(w_op),
-                             req.field.eq(w_index[:len(req.field)]),
-                             req.value.eq(w.payload.data[:len(req.value)])]
+                             req.field.eq(w_field), req.value.eq(w_value)]
 
         win_data = Signal(regmap.data_width, name="win_rdata")
         with m.Switch(r_index):
-            for i, name in enumerate(fields):
-                with m.Case(i):
-                    m.d.comb += win_data.eq(r_word.algo[name])
-            with m.Case(n_fields):
+            for a, (_i, name, j, _nw) in enumerate(words):
+                if j == 0:
+                    with m.Case(a):
+                        m.d.comb += win_data.eq(r_word.algo[name][:32])
+            with m.Case(n_words):
                 m.d.comb += win_data.eq(r_word.en << CTRL_EN_BIT)
         m.d.comb += [self.csr_rack.eq(g_ack | r_done),
-                     self.csr_rdata.eq(Mux(r_done, win_data, global_rdata))]
+                     self.csr_rdata.eq(Mux(r_done, win_data,
+                                           Mux(h_ack, h_data, global_rdata)))]
         return m

@@ -71,6 +71,49 @@ WIN_AT = 1 + UPDATE_LATENCY
 DIV_AT = WIN_AT + 1
 
 
+# -- the configuration checks the three LDCP engine tops share (this one, the sender
+#    hw.nic.ldcp_tx_engine and the receiver hw.nic.ldcp_rx_engine); one ConfigError line each
+
+def check_parts(owner, name: str, part_type: type) -> None:
+    """The first checks: ``owner.engine`` a :class:`FlowEngineConfig`, ``owner.<name>`` (the
+    LDCP part) a ``part_type``."""
+    if not isinstance(owner.engine, FlowEngineConfig):
+        raise ConfigError(owner, "engine", owner.engine, "a FlowEngineConfig")
+    part = getattr(owner, name)
+    if not isinstance(part, part_type):
+        raise ConfigError(owner, name, part, f"a {part_type.__name__}")
+
+
+def check_out_fifo(owner) -> None:
+    """The output FIFOs hold the datapath's latency + 4 entries (after the checks of the fields
+    ``owner.latency`` depends on)."""
+    depth, need = owner.engine.out_fifo_depth, owner.latency + 4
+    if depth < need:
+        raise ConfigError(owner, "engine.out_fifo_depth", depth,
+                          f">= the datapath latency + 4 = {need}")
+
+
+def check_window_engine(owner, name: str, part_type: type) -> None:
+    """Every check of a top with the PAWA window part (:class:`LdcpEngineConfig` and the
+    sender's), in this order: :func:`check_parts`; ``div_steps`` 1 ... 8; ``rel_width``
+    2 ... 16; the engine's ``time_width`` >= 12; :func:`check_out_fifo`."""
+    check_parts(owner, name, part_type)
+    check_int(owner, "div_steps", owner.div_steps, 1, 8)
+    check_int(owner, "rel_width", owner.rel_width, 2, 16)
+    if owner.engine.time_width < 12:
+        raise ConfigError(owner, "engine.time_width", owner.engine.time_width, ">= 12")
+    check_out_fifo(owner)
+
+
+def check_deadline(owner, field: str, value, cycles: int, width: int, what: str) -> None:
+    """A time kept as a deadline of the engine's timer service: ``cycles`` (``field`` =
+    ``value`` in its own unit) in 1 ... 2**width - 1 (``what`` names it in the message)."""
+    if not 1 <= cycles < (1 << width):
+        raise ConfigError(owner, field, value,
+                          f"1 ... 2**(time_width - 2) - 1 = {(1 << width) - 1} cycles ({what} "
+                          "is a deadline of the timer service)")
+
+
 @dataclass(frozen=True)
 class LdcpEngineConfig(BlockConfig):
     """The multi-flow LDCP window engine.
@@ -90,17 +133,7 @@ class LdcpEngineConfig(BlockConfig):
     rel_width: int = 8
 
     def __post_init__(self):
-        if not isinstance(self.engine, FlowEngineConfig):
-            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
-        if not isinstance(self.window, LdcpWindowConfig):
-            raise ConfigError(self, "window", self.window, "a LdcpWindowConfig")
-        check_int(self, "div_steps", self.div_steps, 1, 8)
-        check_int(self, "rel_width", self.rel_width, 2, 16)
-        if self.engine.time_width < 12:
-            raise ConfigError(self, "engine.time_width", self.engine.time_width, ">= 12")
-        if self.engine.out_fifo_depth < self.latency + 4:
-            raise ConfigError(self, "engine.out_fifo_depth", self.engine.out_fifo_depth,
-                              f">= the datapath latency + 4 = {self.latency + 4}")
+        check_window_engine(self, "window", LdcpWindowConfig)
 
     @property
     def quot_bits(self) -> int:
@@ -126,6 +159,15 @@ class LdcpEngineConfig(BlockConfig):
     def state_bits(self) -> int:
         """Bits of the LDCP per-flow state (the engine adds its own 7 + W)."""
         return CW_WIDTH + self.rel_width + 1 + self.engine.time_width + FRAC_BITS
+
+    def register_map(self, name: str = "ldcp_engine"):
+        """The engine's register map (:func:`hw.nic.engine_regs.engine_register_map`): the
+        datapath's registers, the engine's counters, the header and the per-flow windows
+        (``wr``, cw and the release counter, is two words)."""
+        from .engine_regs import engine_register_map
+        return engine_register_map(name, LdcpDatapath(self), "LDCE",
+                                   f"LDCP window engine, {self.engine.n_flows} flows",
+                                   flows=self.engine.n_flows)
 
 
 def ldcp_state_layout(cfg: LdcpEngineConfig) -> data.StructLayout:
@@ -333,10 +375,12 @@ class LdcpDatapath(FlowDatapath):
 
 
 def ldcp_engine(config: LdcpEngineConfig | None = None):
-    """The top: :class:`~hw.nic.flow_engine.FlowEngine` around an :class:`LdcpDatapath`."""
+    """The top: :class:`~hw.nic.flow_engine.FlowEngine` around an :class:`LdcpDatapath`, with
+    the register map's header and per-flow windows (:class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = LdcpEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, LdcpDatapath(cfg))
+    return EngineRegs(FlowEngine(cfg.engine, LdcpDatapath(cfg)), cfg.register_map())
 
 
 def ack_layout(cfg: LdcpEngineConfig) -> data.StructLayout:

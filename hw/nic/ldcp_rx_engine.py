@@ -36,9 +36,10 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data
 
 from ..lib.arith import delayed, named_wire
-from ..params import BlockConfig, ConfigError, check_int
+from ..params import BlockConfig, check_int
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig
+from .ldcp_engine import check_deadline, check_out_fifo, check_parts
 from .ldcp_transport_config import LdcpTransportConfig
 from .ldcp_window_config import MTU_WIDTH, LdcpWindowConfig
 
@@ -66,23 +67,25 @@ class LdcpRxEngineConfig(BlockConfig):
     latency: int = 1
 
     def __post_init__(self):
-        if not isinstance(self.engine, FlowEngineConfig):
-            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
-        if not isinstance(self.transport, LdcpTransportConfig):
-            raise ConfigError(self, "transport", self.transport, "a LdcpTransportConfig")
+        # (the checks the LDCP engine tops share, hw.nic.ldcp_engine)
+        check_parts(self, "transport", LdcpTransportConfig)
         check_int(self, "latency", self.latency, 1, 4)
-        if self.engine.out_fifo_depth < self.latency + 4:
-            raise ConfigError(self, "engine.out_fifo_depth", self.engine.out_fifo_depth,
-                              f">= the datapath latency + 4 = {self.latency + 4}")
-        ad = self.transport.registers().ack_delay
-        if not 1 <= ad < (1 << self.delay_width):
-            raise ConfigError(self, "transport.ack_delay_us", self.transport.ack_delay_us,
-                              f"1 ... 2**(time_width - 2) - 1 = {(1 << self.delay_width) - 1} "
-                              "cycles (the flush is a deadline of the timer service)")
+        check_out_fifo(self)
+        check_deadline(self, "transport.ack_delay_us", self.transport.ack_delay_us,
+                       self.transport.registers().ack_delay, self.delay_width, "the flush")
 
     @property
     def delay_width(self) -> int:
         return min(24, self.engine.time_width - 2)
+
+    def register_map(self, name: str = "ldcp_rx_engine"):
+        """The engine's register map (:func:`hw.nic.engine_regs.engine_register_map`): the
+        datapath's registers, the engine's counters, the header and the per-flow windows
+        (``rec``, the receive record, is two words)."""
+        from .engine_regs import engine_register_map
+        return engine_register_map(name, LdcpRxDatapath(self), "LDRE",
+                                   f"LDCP receiver engine, {self.engine.n_flows} flows",
+                                   flows=self.engine.n_flows)
 
 
 def ldcp_rx_state_layout(cfg: LdcpRxEngineConfig) -> data.StructLayout:
@@ -200,7 +203,10 @@ class LdcpRxDatapath(FlowDatapath):
 
 
 def ldcp_rx_engine(config: LdcpRxEngineConfig | None = None):
-    """The top: :class:`~hw.nic.flow_engine.FlowEngine` around an :class:`LdcpRxDatapath`."""
+    """The top: :class:`~hw.nic.flow_engine.FlowEngine` around an :class:`LdcpRxDatapath`,
+    with the register map's header and per-flow windows
+    (:class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = LdcpRxEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, LdcpRxDatapath(cfg))
+    return EngineRegs(FlowEngine(cfg.engine, LdcpRxDatapath(cfg)), cfg.register_map())

@@ -43,10 +43,16 @@ from amaranth.lib import data
 
 from ..layouts import LdcpTxStage
 from ..lib.arith import delayed, named_wire
-from ..params import BlockConfig, ConfigError, check_int
+from ..params import BlockConfig
 from .flow_datapath import DatapathOut, EventKind, time_le
 from .flow_engine_config import FlowEngineConfig
-from .ldcp_engine import LdcpDatapath, LdcpEngineConfig, ldcp_register_list
+from .ldcp_engine import (
+    LdcpDatapath,
+    LdcpEngineConfig,
+    check_deadline,
+    check_window_engine,
+    ldcp_register_list,
+)
 from .ldcp_transport_config import IW_WIDTH, LdcpTransportConfig
 from .ldcp_window_config import CW_WIDTH, FRAC_BITS, ONE, LdcpWindowConfig
 
@@ -81,22 +87,10 @@ class LdcpTxEngineConfig(BlockConfig):
     rel_width: int = 8
 
     def __post_init__(self):
-        if not isinstance(self.engine, FlowEngineConfig):
-            raise ConfigError(self, "engine", self.engine, "a FlowEngineConfig")
-        if not isinstance(self.transport, LdcpTransportConfig):
-            raise ConfigError(self, "transport", self.transport, "a LdcpTransportConfig")
-        check_int(self, "div_steps", self.div_steps, 1, 8)
-        check_int(self, "rel_width", self.rel_width, 2, 16)
-        if self.engine.time_width < 12:
-            raise ConfigError(self, "engine.time_width", self.engine.time_width, ">= 12")
-        if self.engine.out_fifo_depth < self.latency + 4:
-            raise ConfigError(self, "engine.out_fifo_depth", self.engine.out_fifo_depth,
-                              f">= the datapath latency + 4 = {self.latency + 4}")
-        rto = self.transport.registers().rto
-        if not 1 <= rto < (1 << self.rto_width):
-            raise ConfigError(self, "transport.rto_us", self.transport.rto_us,
-                              f"1 ... 2**(time_width - 2) - 1 = {(1 << self.rto_width) - 1} "
-                              "cycles (the timeout is a deadline of the timer service)")
+        # (the window engine's checks, then the timeout's)
+        check_window_engine(self, "transport", LdcpTransportConfig)
+        check_deadline(self, "transport.rto_us", self.transport.rto_us,
+                       self.transport.registers().rto, self.rto_width, "the timeout")
 
     @property
     def window_engine(self) -> LdcpEngineConfig:
@@ -113,6 +107,15 @@ class LdcpTxEngineConfig(BlockConfig):
     def rto_width(self) -> int:
         """Bits of the ``rto`` register: a deadline stays within ``2**(W-2)`` cycles of now."""
         return self.engine.time_width - 2
+
+    def register_map(self, name: str = "ldcp_tx_engine"):
+        """The engine's register map (:func:`hw.nic.engine_regs.engine_register_map`): the
+        datapath's registers, the engine's counters, the header and the per-flow windows
+        (``wr`` and ``offer`` are two words each)."""
+        from .engine_regs import engine_register_map
+        return engine_register_map(name, LdcpTxDatapath(self), "LDTE",
+                                   f"LDCP sender engine, {self.engine.n_flows} flows",
+                                   flows=self.engine.n_flows)
 
 
 def ldcp_tx_state_layout(cfg: LdcpTxEngineConfig) -> data.StructLayout:
@@ -327,7 +330,10 @@ class LdcpTxDatapath(LdcpDatapath):
 
 
 def ldcp_tx_engine(config: LdcpTxEngineConfig | None = None):
-    """The top: :class:`~hw.nic.flow_engine.FlowEngine` around an :class:`LdcpTxDatapath`."""
+    """The top: :class:`~hw.nic.flow_engine.FlowEngine` around an :class:`LdcpTxDatapath`,
+    with the register map's header and per-flow windows
+    (:class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = LdcpTxEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, LdcpTxDatapath(cfg))
+    return EngineRegs(FlowEngine(cfg.engine, LdcpTxDatapath(cfg)), cfg.register_map())
