@@ -539,7 +539,9 @@ def main(argv=None) -> int:
                      help="processes for the replications (default: the CPUs)")
     run.add_argument("--engine", help="the congestion engines' implementation: golden (the "
                      "models), fast (LDCP's twin), rtl (the Verilated RTL: the dcqcn, qcn "
-                     "and ldcp engines and the switches' markers); "
+                     "and ldcp engines and the switches' markers), engine / engine-rtl (ONE "
+                     "multi-flow engine per NIC for dcqcn and qcn: its golden model / its "
+                     "Verilated RTL); "
                      "default: the scenario's engine key, else each algorithm's own")
     sweep = sub.add_parser("sweep", help="run a parameter grid across local processes "
                            "or a Dask cluster")

@@ -41,10 +41,11 @@ def test_implementations_satisfy_protocols():
         assert e.rate() > 0 and e.next_wakeup() is None and e.snapshot()["cycle"] == 0
     assert isinstance(api.CnpPacer(1000), api.NotificationPoint)
     # every algorithm names its engines by kind; LDCP's default is the fast twin; the three
-    # NIC engines built in RTL also run as Verilated RTL (sim/rtl)
+    # NIC engines built in RTL also run as Verilated RTL (sim/rtl); DCQCN and QCN also on
+    # one multi-flow engine per NIC (sim/rtl/engine_host.py)
     assert set(ALGORITHMS["ldcp"].engines) == {"fast", "golden", "rtl"}
     for algo in ("dcqcn", "qcn"):
-        assert set(ALGORITHMS[algo].engines) == {"golden", "rtl"}
+        assert set(ALGORITHMS[algo].engines) == {"golden", "rtl", "engine", "engine-rtl"}
 
 
 def test_rate_engine_is_its_model_at_the_event_cycle():

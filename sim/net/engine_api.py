@@ -24,8 +24,13 @@ Implementations (an algorithm's :attr:`sim.net.algos.AlgorithmSpec.engines`, key
   :mod:`sim.rtl.bridge`): :func:`dcqcn_rp_rtl_engine` (DCQCN, L3QCN hosts),
   :func:`qcn_rp_rtl_engine`, :func:`ldcp_sender_rtl_engine` / :func:`ldcp_receiver_rtl_engine`
   (:mod:`sim.rtl.ldcp`); the same protocol (advance to the event's cycle, drive the
-  event for one edge, read the outputs).  An algorithm without an RTL engine is refused
-  with one line (:func:`check_engine`).
+  event for one edge, read the outputs);
+* ``"engine"`` / ``"engine-rtl"``: ONE multi-flow engine per NIC for every flow of the host
+  (:func:`dcqcn_nic_engine`, :func:`qcn_nic_engine`; :mod:`sim.rtl.engine_host`), its golden
+  model or its Verilated RTL, with the engine's own timing (pipeline, timer wheel).
+
+An algorithm without an engine of the kind asked for is refused with one line
+(:func:`check_engine`).
 
 A notification point (DCQCN's receiver NP, L3QCN's switch NP) is :class:`CnpPacer`, on the
 golden :class:`sim.models.dcqcn_np.NpModel`.
@@ -55,6 +60,7 @@ __all__ = [
     "GoldenRateEngine", "GoldenLdcpSender", "GoldenLdcpReceiver", "FastLdcpSender",
     "FastLdcpReceiver", "CnpPacer", "dcqcn_rp_engine", "qcn_rp_engine", "dcqcn_rp_rtl_engine",
     "qcn_rp_rtl_engine", "ldcp_sender_rtl_engine", "ldcp_receiver_rtl_engine", "check_engine",
+    "dcqcn_nic_engine", "qcn_nic_engine",
 ]
 
 
@@ -221,6 +227,27 @@ def ldcp_receiver_rtl_engine(cfg):
     :class:`sim.rtl.ldcp.RtlLdcpReceiver`."""
     from sim.rtl.ldcp import RtlLdcpReceiver
     return RtlLdcpReceiver(cfg)
+
+
+def _nic_engine(algorithm: str, kind: str):
+    """A per-NIC engine factory (:mod:`sim.rtl.engine_host`, imported at the first flow)."""
+    def make(cfg, *, net, host, flow):
+        from sim.rtl import engine_host
+        factory = getattr(engine_host, f"{algorithm}_nic_engine")(kind)
+        return factory(cfg, net=net, host=host, flow=flow)
+    make.per_nic = True
+    return make
+
+
+def dcqcn_nic_engine(kind: str):
+    """DCQCN flows on ONE multi-flow engine per NIC (``kind``: ``"engine"``, its golden model;
+    ``"engine-rtl"``, its Verilated RTL): :mod:`sim.rtl.engine_host`."""
+    return _nic_engine("dcqcn", kind)
+
+
+def qcn_nic_engine(kind: str):
+    """QCN flows on ONE multi-flow engine per NIC (:mod:`sim.rtl.engine_host`)."""
+    return _nic_engine("qcn", kind)
 
 
 def check_engine(algorithm: str, engines: dict, kind: str | None) -> None:

@@ -57,6 +57,8 @@ def fields(net) -> tuple[str, ...]:
 
 def attach(net, spec, sender) -> None:
     """Trace flow ``spec``'s ``sender`` (called by the network for tracked flows only)."""
+    if type(getattr(sender, "engine", None)).__name__ == "NicFlowEngine":
+        return      # a per-NIC engine (sim.rtl.engine_host): its state is not traced
     for cls, hook in _hooks():
         if isinstance(sender, cls):
             hook(net, spec, sender)

@@ -290,3 +290,11 @@ def engine_for(net, engines: dict, default: str = "golden") -> tuple:
         from ..engine_api import check_engine
         check_engine(net.algorithm.name, engines, kind)
     return engines.get(kind) or engines[default]
+
+
+def make_engine(factory, cfg, net, host, spec):
+    """A flow's engine from its factory: ``factory(cfg)``, or for a per-NIC engine (a factory
+    with ``per_nic`` set, :mod:`sim.rtl.engine_host`) the flow's view of its host's engine."""
+    if getattr(factory, "per_nic", False):
+        return factory(cfg, net=net, host=host, flow=spec.flow_id)
+    return factory(cfg)

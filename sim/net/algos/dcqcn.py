@@ -13,7 +13,7 @@ from hw.params import check_bool, check_choice, check_int, check_real
 from hw.switch.marker_config import MarkerConfig
 
 from ..engine import IDLE, PS_PER_NS
-from ..engine_api import CnpPacer, dcqcn_rp_engine, dcqcn_rp_rtl_engine
+from ..engine_api import CnpPacer, dcqcn_nic_engine, dcqcn_rp_engine, dcqcn_rp_rtl_engine
 from ..packet import CNP, Packet, control
 from .common import (
     THRESHOLD_MAX,
@@ -22,6 +22,7 @@ from .common import (
     _rate_mbps,
     _RateSender,
     engine_for,
+    make_engine,
 )
 
 
@@ -106,8 +107,12 @@ RP_KNOBS = ("rpg_time_reset", "rpg_byte_reset", "rpg_threshold", "rpg_ai_rate", 
 
 
 #: engine kind -> (reaction point factory, receiver engine: none, the NP is the host's)
-#: ("rtl": the Verilated hw.nic.dcqcn_rp.DcqcnRp, one instance per flow)
-ENGINES = {"golden": (dcqcn_rp_engine, None), "rtl": (dcqcn_rp_rtl_engine, None)}
+#: ("rtl": the Verilated hw.nic.dcqcn_rp.DcqcnRp, one instance per flow; "engine" /
+#: "engine-rtl": ONE multi-flow engine per NIC, its golden model / its Verilated RTL,
+#: sim.rtl.engine_host)
+ENGINES = {"golden": (dcqcn_rp_engine, None), "rtl": (dcqcn_rp_rtl_engine, None),
+           "engine": (dcqcn_nic_engine("engine"), None),
+           "engine-rtl": (dcqcn_nic_engine("engine-rtl"), None)}
 
 
 class DcqcnSenderEndpoint(_RateSender):
@@ -116,7 +121,8 @@ class DcqcnSenderEndpoint(_RateSender):
     def __init__(self, net, spec, host):
         line = _rate_mbps(net, host)
         cfg = net.params.rp_config(line, 10**12 // net.clk_ps)
-        super().__init__(net, spec, host, engine_for(net, ENGINES)[0](cfg), line)
+        super().__init__(net, spec, host,
+                         make_engine(engine_for(net, ENGINES)[0], cfg, net, host, spec), line)
 
 
 

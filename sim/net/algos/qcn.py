@@ -11,9 +11,16 @@ from hw.params import ConfigError, check_int
 from hw.switch.marker_config import MarkerConfig
 from hw.switch.qcn_cp_config import SAMPLE_TABLE, QcnCpConfig
 
-from ..engine_api import qcn_rp_engine, qcn_rp_rtl_engine
+from ..engine_api import qcn_nic_engine, qcn_rp_engine, qcn_rp_rtl_engine
 from ..packet import CNM
-from .common import AlgorithmSpec, _InOrderReceiver, _rate_mbps, _RateSender, engine_for
+from .common import (
+    AlgorithmSpec,
+    _InOrderReceiver,
+    _rate_mbps,
+    _RateSender,
+    engine_for,
+    make_engine,
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,9 @@ _QCN_RP_FIELDS = {"jitter": "rp_jitter"}
 
 #: engine kind -> (reaction point factory, receiver engine: none, the NP is the host's)
 #: ("rtl": the Verilated hw.nic.qcn_rp.QcnRp, one instance per flow)
-ENGINES = {"golden": (qcn_rp_engine, None), "rtl": (qcn_rp_rtl_engine, None)}
+ENGINES = {"golden": (qcn_rp_engine, None), "rtl": (qcn_rp_rtl_engine, None),
+           "engine": (qcn_nic_engine("engine"), None),
+           "engine-rtl": (qcn_nic_engine("engine-rtl"), None)}
 
 
 class QcnSenderEndpoint(_RateSender):
@@ -99,7 +108,8 @@ class QcnSenderEndpoint(_RateSender):
         line = _rate_mbps(net, host)
         cfg = net.params.rp(line, 10**12 // net.clk_ps)
         cfg = cfg.replace(lfsr=net.seeded(cfg.lfsr, "rp", spec.flow_id))
-        super().__init__(net, spec, host, engine_for(net, ENGINES)[0](cfg), line)
+        super().__init__(net, spec, host,
+                         make_engine(engine_for(net, ENGINES)[0], cfg, net, host, spec), line)
 
 
 
