@@ -46,9 +46,22 @@ its slot, checked against its model in tests/test_timer_wheel.py) this is the en
 has an armed deadline more than ``reeval - 1`` cycles in the past (docs/flow-engine.md,
 "Lateness"), with the outputs drained and no WRITE of a timer field (a WRITE of a past
 deadline is late by however far in the past it was written, by design).  A violation needs
-about 17 steps (a deadline armed at step 3 comes due at step 10); the check did not get past
-step 12 in minutes on the loaded development machine.  Its cover run (cheap) reaches
-lateness 1, 2 and 3 (steps 15 to 17) and not 4 to 6 within 22 steps.
+18 steps: the init sweep ends at step 2 (``N_FLOWS`` cycles), a START enables a flow, a TX
+at step 3 arms its timer at ``3 + period`` = 10, and the deadline is overdue by more than
+``reeval - 1`` = 6 at step 17.  The check did not get past step 12 in minutes on the loaded
+development machine.  Its cover run (cheap) reaches lateness 1, 2 and 3 (steps 15 to 17)
+and not 4 to 6 within 22 steps.  A smaller instance does not shorten that window: it is set
+by the engine's timing, not by the sizes.  The period cannot be shorter than ``reeval`` =
+``pipe_depth + insert latency`` = 7: the toy reloads from the old deadline (``dl += period``,
+no drift), so with a shorter period each reload comes due before its insert can pop and is
+later than the last by ``reeval - period``: the bound fails by design.  The bound itself is
+``reeval - 1``, fixed by the same latencies.  One flow instead of two saves one step of the
+sweep (17) but removes the two-flow collisions, one of the causes the bound is about; the
+wheel is already at the smallest sizes its configuration allows for the engine's entries,
+and fewer slots change no latency.  And a BMC at that depth would be a weak claim anyway:
+lateness builds up from collisions and stale wheel entries over several periods, so the
+bound for every trace needs an induction proof with invariants of the wheel (its bitmap and
+slot RAM against the flows' armed deadlines and generations), which is not written.
 
 Configuration: 2 flows, 10-bit time, the toy with a 4-bit rate (max 9, step 3: the rate
 saturates and halves within a few events) and a period of ``reeval`` = 7 cycles (the

@@ -25,6 +25,17 @@ taken when the decision register is free or being emptied):
   LFSR, taken from its Python model (:mod:`hw.lfsr`, checked against the RTL's next-state
   function by ``tests/test_lfsr.py``).  Every such interval lies in ``[lo_i, lo_i + span_i]``
   (asserted when the harness is built): the standard's "uniform in about 0.85 S .. 1.15 S".
+
+Two white-box checks keep the bounds at one sample's pipeline (``sample_latency``) instead of
+two: ``qcn_cp.sampling`` also asserts, whenever the block takes a frame, that its byte counter
+(``remaining``, on which it samples) equals the harness's count, and that a frame it samples is
+compared with the previous sampled frame's ``qlen`` (its ``Q_old`` register); so the second
+sample's reload and ``Q_old`` are checked when the second sample is taken, not 17 cycles later
+at its decision.  ``qcn_cp.feedback`` makes ``Q_old`` a cut point (any value in every cycle,
+``FEEDBACK_SCRIPT``) and computes the reference from the value the block used, read on the
+same wire: the arithmetic is then checked on every ``(qlen, Q_old)`` pair, negative
+``Q_delta`` included, in the first sample's pipeline; with the sampling property's ``Q_old``
+claim this is the whole rule.
 """
 
 from __future__ import annotations
@@ -48,12 +59,23 @@ CP_CONFIG = QcnCpConfig(q_eq=64, w=2, sample_table=(40, 36, 32, 28, 24, 20, 16, 
                         jitter=0.25, draw_bits=4, occ_width=8, len_width=6,
                         lfsr=LfsrParams(width=8, taps=0xB8, seed=0x5A))
 
-#: The bounds: two samples with their pipelines (sample_latency + 1 cycles from accept to
-#: decision: 17 for this configuration), the second one's Q_delta against the first's qlen
-#: (feedback); two samples with unsampled frames between them, with stalls (sampling).
+#: sample_latency + 1: 17 for this configuration (accept at step 0, decision at step 16)
 _SAMPLE_CYCLES = QcnCp.sample_latency(CP_CONFIG) + 1
-CP_FEEDBACK_DEPTH = 2 * _SAMPLE_CYCLES + 2
-CP_SAMPLING_DEPTH = 2 * _SAMPLE_CYCLES + 1
+#: Feedback: Q_old is cut (any value at every sample: FEEDBACK_SCRIPT), so one sample's
+#: pipeline holds every (qlen, Q_old), negative Q_delta included; the sampling property checks
+#: that Q_old is the previous sampled qlen.  The first sample's decision at step
+#: _SAMPLE_CYCLES - 1 at the earliest, + 3 for a stall, a reset or unsampled frames before it.
+CP_FEEDBACK_DEPTH = _SAMPLE_CYCLES + 3
+#: The block's Q_old register made a cut point (its value any value in every cycle: a
+#: sampled frame's Q_delta = qlen - Q_old is then any difference, what two samples would
+#: need twice the bound for).  Sound for the claim "the decision is the standard's function of
+#: the frame's qlen and the Q_old it was compared with": the harness reads the same wire.
+FEEDBACK_SCRIPT = ("prep -top top", "flatten", "cutpoint w:dut.q_old")
+#: Sampling: the block's counter is checked when it takes a frame (white-box), so the bound
+#: holds the first sample's decision (its qntzFb picks the reload), unsampled frames after it
+#: and a second sample's acceptance at the exact reload: the first sample's decision at step
+#: _SAMPLE_CYCLES - 1 at the earliest, the second sample taken 2 steps later (the covers).
+CP_SAMPLING_DEPTH = _SAMPLE_CYCLES + 4
 #: samples whose reload the sampling harness knows (more than the bound can reach)
 CP_SAMPLES = 4
 
@@ -69,7 +91,12 @@ def _harness(check_feedback: bool, check_sampling: bool):
         reg = cfg.registers()
         D, W = cfg.draw_bits, cfg.occ_width
         q_eq, w, fb_max = cfg.q_eq, cfg.w, cfg.fb_max
-        m.submodules.dut = dut = QcnCp(cfg)
+        dut = QcnCp(cfg)
+        dut._MustUse__silence = True
+        inner = dut.elaborate(None)             # elaborated here, to reach its Q_old register
+        m.submodules.dut = inner
+        internal = {s.name: s for s in inner._driving.keys()}
+        dut_q_old, dut_remaining = internal["q_old"], internal["remaining"]
         f, d = dut.frame, dut.decision
         m.d.comb += [f.valid.eq(AnySeq(1)), f.payload.eq(AnySeq(len(f.payload.as_value()))),
                      d.ready.eq(AnySeq(1))]
@@ -88,19 +115,28 @@ def _harness(check_feedback: bool, check_sampling: bool):
         p = d.payload
         tot = Signal(W + 2)
         m.d.comb += tot.eq(acc + last_len)
+        q_old_next = Signal(W)                     # q_old after this cycle's decision
+        m.d.comb += q_old_next.eq(Mux(taken & p.sampled, last_qlen, q_old))
+        m.d.sync += q_old.eq(q_old_next)
         with m.If(taken):
             with m.If(p.sampled):
-                m.d.sync += [q_old.eq(last_qlen), acc.eq(0), first.eq(0),
-                             idx.eq(p.qntz_fb[3:])]
+                m.d.sync += [acc.eq(0), first.eq(0), idx.eq(p.qntz_fb[3:])]
             with m.Else():
                 m.d.sync += acc.eq(tot)
 
         # the standard's feedback
+        # Q_old as the block held it when it took the frame (white-box): the feedback
+        # harness cuts the register (any value, see FEEDBACK_SCRIPT), the sampling harness
+        # checks that it is the previous sampled frame's qlen
+        q_old_at = Signal(W)
+        with m.If(accept):
+            m.d.sync += q_old_at.eq(dut_q_old)
         off = Signal(signed(W + 2))
         delta = Signal(signed(W + 2))
         s = Signal(signed(W + 6))                  # -Fb = Q_off + w Q_delta
         mag = Signal(W + 6)
-        m.d.comb += [off.eq(last_qlen - q_eq), delta.eq(last_qlen - q_old),
+        m.d.comb += [off.eq(last_qlen - q_eq),
+                     delta.eq(last_qlen - (q_old_at if check_feedback else q_old)),
                      s.eq(off + w * delta),
                      mag.eq(Mux(s > fb_max, fb_max, s))]
         q = p.qntz_fb
@@ -131,18 +167,33 @@ def _harness(check_feedback: bool, check_sampling: bool):
             assert all(reg.sample_lo[i] <= row[i] <= reg.sample_lo[i] + reg.sample_span[i]
                        for i in range(8))
             reload_tab.append(row)
+        # rem / nsamp after this cycle's decision (a frame may be taken in the same cycle)
+        rem_next = Signal(W)
+        nsamp_next = Signal.like(nsamp)
+        m.d.comb += [rem_next.eq(rem), nsamp_next.eq(nsamp)]
         with m.If(taken):
             with m.If(p.sampled):
-                m.d.sync += nsamp.eq(nsamp + (nsamp < CP_SAMPLES))
+                m.d.comb += nsamp_next.eq(nsamp + (nsamp < CP_SAMPLES))
                 with m.Switch(Cat(p.qntz_fb[3:], nsamp)):
                     for n_, row in enumerate(reload_tab):
                         for i in range(8):
                             with m.Case(i | (n_ << 3)):
-                                m.d.sync += rem.eq(row[i])
+                                m.d.comb += rem_next.eq(row[i])
             with m.Else():
-                m.d.sync += rem.eq(rem - last_len)
+                m.d.comb += rem_next.eq(rem - last_len)
+        m.d.sync += [rem.eq(rem_next), nsamp.eq(nsamp_next)]
         with m.If(d.valid & check_sampling & (nsamp < CP_SAMPLES)):
             m.d.comb += Assert(p.sampled == (last_len >= rem))
+        # ... and, white-box, the block's byte counter when it takes a frame (what it samples
+        # on: ``length >= remaining``) equals the harness's count, and a frame it samples is
+        # compared with the previous sampled frame's qlen (its Q_old register; 0 after reset):
+        # so the bound need only reach the next sample's acceptance, not its decision
+        # (sample_latency later), and the reload is checked even when no frame meets it exactly
+        sample_now = accept & (f.payload.length >= rem_next)
+        with m.If(accept & check_sampling & (nsamp_next < CP_SAMPLES)):
+            m.d.comb += Assert(dut_remaining == rem_next)
+        with m.If(sample_now & check_sampling):
+            m.d.comb += Assert(dut_q_old == q_old_next)
         if check_feedback:
             m.d.comb += [
                 Cover(d.valid & p.cnm & (q == 63)),                 # |Fb| saturated
@@ -155,8 +206,11 @@ def _harness(check_feedback: bool, check_sampling: bool):
             m.d.comb += [
                 Cover(d.valid & p.sampled & first & (last_len == rem)),
                 Cover(d.valid & ~p.sampled & first & (last_len + 1 == rem)),
-                Cover(d.valid & p.sampled & ~first & (idx != 0) & (last_len == rem)),
+                # a second sample at a later interval's exact count, after unsampled frames
+                Cover(accept & ~taken & ~first & (idx != 0) & (acc != 0)
+                      & (f.payload.length == rem)),
                 Cover(d.valid & ~p.sampled & ~first & (acc != 0)),  # two unsampled in a row
+                Cover(sample_now & ~first & (q_old != 0)),          # a second sample's Q_old
             ]
         return m
     return build
@@ -164,13 +218,14 @@ def _harness(check_feedback: bool, check_sampling: bool):
 
 PROPERTIES = [
     Property("qcn_cp.feedback", "QCN CP: every decision's feedback is 802.1Qau's: CNM iff "
-             "sampled and Fb = -(Q_off + w Q_delta) < 0 (Q_old: the last sampled qlen), "
+             "sampled and Fb = -(Q_off + w Q_delta) < 0 (Q_old: cut, any value), "
              "qntzFb = ceil(63 min(-Fb, Fb_max) / Fb_max) in 1..63, QOffset/QDelta = "
              "floor(/64)", _harness(True, False), mode="bmc", depth=CP_FEEDBACK_DEPTH,
-             cover_depth=CP_FEEDBACK_DEPTH, timeout=400),
+             cover_depth=CP_FEEDBACK_DEPTH, timeout=400, extra_script=FEEDBACK_SCRIPT),
     Property("qcn_cp.sampling", "QCN CP: the first sample at exactly sample_table[0] bytes, "
              "then at exactly lo_i + (span_i r_n) >> D bytes after the n-th (i: its qntzFb "
-             ">> 3, r_n: the n-th LFSR draw; within the jittered interval)",
+             ">> 3, r_n: the n-th LFSR draw; within the jittered interval); at every frame "
+             "taken the counter and Q_old (= the last sampled qlen) are the reference's",
              _harness(False, True), mode="bmc",
              depth=CP_SAMPLING_DEPTH, cover_depth=CP_SAMPLING_DEPTH, timeout=400),
 ]
