@@ -135,3 +135,24 @@ def test_switch_radix_marker_elaborates_small():
     text = rtlil.convert(EgressMarker(cfg), name="marker_1024x8", emit_src=False)
     assert len(text.splitlines()) < 30_000
     assert "memory" in text or "$mem" in text
+
+
+def test_switch_radix_occupancies_are_registered_block_ram_on_ecp5():
+    # For the ECP5 run of synthesis the occupancy RAM is DP16KD with the primitive's own output
+    # register (REGMODE_B OUTREG): the unregistered read (5.8 ns from clock to data) was the
+    # critical path at 122.7 MHz.  No inferred memory is left for Yosys to map without it.
+    # 64 x 8 = 512 words of 24 bits (the width of the 12 MB pool): two DP16KD of 18 bits x
+    # 1024 words side by side.
+    from amaranth.back import rtlil
+
+    from hw.lib.bram import BramTarget
+
+    cfg = MarkerConfig.dcqcn(ports=64, priorities=8, k_min=5_000, k_max=200_000, p_max=0.01,
+                             buf_max=1_000_000, shared_buffer=12_000_000)
+    assert cfg.occ_width == 24
+    text = rtlil.convert(EgressMarker(cfg), name="marker_64x8", emit_src=False,
+                         platform=BramTarget("ecp5"))
+    cells = [line for line in text.splitlines() if line.strip().startswith("cell \\DP16KD")]
+    assert len(cells) == 2
+    assert text.count('parameter \\REGMODE_B "OUTREG"') == 2
+    assert "$mem" not in text

@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import (
@@ -24,6 +23,7 @@ from ..layouts import (
     marker_decision_layout,
     marker_descriptor_layout,
 )
+from ..lib.bram import Bram
 from ..lib.csr import CsrBank
 from ..lib.pipemul import pipelined_product, product_levels
 from .marker_config import (
@@ -63,8 +63,9 @@ class EgressMarker(wiring.Component):
         The identification header (block type ``MRKR``) is at words 0x10..0x13; unmapped
         words read 0.
 
-    Queue occupancies live in block RAM (one ``occ_width``-bit word per queue, read when the
-    descriptor is accepted, written back from registers after admission); the five
+    Queue occupancies live in block RAM (:class:`hw.lib.bram.Bram`, one ``occ_width``-bit word
+    per queue, read latency 2: addressed when the descriptor is accepted, the word in the RAM's
+    own output register in stage B; written back from registers after admission); the five
     descriptors ahead whose write-back the read cannot have seen are forwarded, so
     back-to-back descriptors of one queue see each other's updates exactly.  The descriptor
     just ahead is still being admitted when this one's limits are compared, so every
@@ -76,9 +77,9 @@ class EgressMarker(wiring.Component):
     Latency and throughput
     ----------------------
     One descriptor per clock, sustained.  With an always-ready sink, a decision is transferred
-    13 clock edges after its descriptor (stages: block-RAM read, forwarding of queues in
-    flight, limit comparisons, admission, threshold comparisons, five for the ramp product,
-    draw comparison, decision).
+    13 clock edges after its descriptor (stages: block-RAM read and its output register,
+    forwarding of queues in flight, limit comparisons, admission, threshold comparisons, five
+    for the ramp product, draw comparison, decision).
     The two products of the ramp (``r * (K_max - K_min)`` and ``P_max * (q - K_min)``) are
     shift-and-add trees in logic with a register per level (:mod:`hw.lib.pipemul`): a product
     in the FPGA's multiplier blocks, unregistered, would hold the clock near 125 MHz.  The
@@ -127,10 +128,14 @@ class EgressMarker(wiring.Component):
         # ---- state -----------------------------------------------------------------------
         # One word per queue in block RAM: a switch radix (1024 x 8) is 8192 words, which as
         # flip-flops would be a 200k-line netlist and a 13-bit multiplexer on the critical loop.
+        # Read latency 2 (hw/lib/bram.py): the address at accept, the word in stage B.  The
+        # RAM's own output register (DP16KD OUTREG on the ECP5) is stage B's word register:
+        # a fabric register after an unregistered DP16KD read (5.8 ns from clock to data) was
+        # the critical path at 122.7 MHz.  The read and output registers move only with the
+        # pipeline (r_en = advance), so a stall holds the word beside its descriptor.
         # (at least two words: a zero-width address would not export)
-        m.submodules.occ = occ_mem = Memory(shape=W, depth=max(cfg.queues, 2), init=[])
-        occ_rd = occ_mem.read_port(domain="sync")        # old contents on a same-edge write
-        occ_wr = occ_mem.write_port()
+        occ = Bram(W, max(cfg.queues, 2), name="occ")
+        occ.build(m, platform)
         # port * priorities + prio for every encodable (port, prio), so that an index out of
         # range is compared exactly (such descriptors are rejected and never written back).
         index_shape = range(((1 << cfg.port_width) - 1) * cfg.priorities
@@ -158,7 +163,7 @@ class EgressMarker(wiring.Component):
         sb_room, sb_pool_room = Signal(SW), Signal(SW)
         sb_same0, sb_f1, sb_f2, sb_f3, sb_f4 = (Signal(name=f"sb_{n}") for n in
                                                 ("same0", "f1", "f2", "f3", "f4"))
-        sb_mem = Signal(W)                                  # the block RAM's word, registered
+        sb_mem = occ.r_data                                 # the block RAM's word (stage B)
         sc_valid, sc = Signal(), Signal(desc_layout)        # stage C
         sc_index, sc_draw, sc_bad, sc_same0 = Signal(index_shape), Signal(D), Signal(), Signal()
         sc_q = Signal(W)                    # the queue's bytes before the descriptor just ahead
@@ -241,7 +246,12 @@ class EgressMarker(wiring.Component):
         d_in = self.desc.payload
         in_index = queue_index(d_in)
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
-        m.d.comb += [occ_rd.addr.eq(in_index), occ_rd.en.eq(desc_accept)]
+        # (the address through a multiplexer of its own width: as a slice of the wider index,
+        # the Verilog would read the RAM at the slice and leave occ_r_addr an unused alias;
+        # the address of a cycle that accepts nothing is not used)
+        aw = occ.r_addr.shape().width
+        m.d.comb += [occ.r_addr.eq(Mux(self.desc.valid, in_index[:aw], 0)),
+                     occ.r_en.eq(advance)]
         with m.If(advance):
             m.d.sync += s0_valid.eq(desc_accept)
         with m.If(desc_accept):
@@ -262,13 +272,12 @@ class EgressMarker(wiring.Component):
             ]
 
         with m.If(advance):
-            # ---- stage A -> B: register the block RAM's word ---------------------------------
+            # ---- stage A -> B: the block RAM's output register takes the word (occ.r_data) ------
             m.d.sync += [
                 sb_valid.eq(s0_valid), sb.eq(s0), sb_index.eq(s0_index), sb_draw.eq(s0_draw),
                 sb_bad.eq(s0_bad), sb_delta.eq(s0_delta), sb_room.eq(s0_room),
                 sb_pool_room.eq(s0_pool_room), sb_same0.eq(s0_same0), sb_f1.eq(s0_f1),
                 sb_f2.eq(s0_f2), sb_f3.eq(s0_f3), sb_f4.eq(s0_f4),
-                sb_mem.eq(occ_rd.data),
             ]
             # ---- stage B -> C: the queue's bytes before the descriptor just ahead ------------
             # Newest first: the one in stage 1 now (q_after, on this edge), then the ones in
@@ -325,13 +334,13 @@ class EgressMarker(wiring.Component):
         # write enable depends on the index only, not on the admission arithmetic.
         clear_index = Signal(range(max(cfg.queues, 2)))
         with m.If(clearing):
-            m.d.comb += [occ_wr.addr.eq(clear_index), occ_wr.data.eq(0), occ_wr.en.eq(1)]
+            m.d.comb += [occ.w_addr.eq(clear_index), occ.w_data.eq(0), occ.w_en.eq(1)]
             m.d.sync += clear_index.eq(clear_index + 1)
             with m.If(clear_index == cfg.queues - 1):
                 m.d.sync += clearing.eq(0)
         with m.Else():
-            m.d.comb += [occ_wr.addr.eq(s2_index), occ_wr.data.eq(s2_q_after),
-                         occ_wr.en.eq(advance & s2_valid & ~s2_bad)]
+            m.d.comb += [occ.w_addr.eq(s2_index), occ.w_data.eq(s2_q_after),
+                         occ.w_en.eq(advance & s2_valid & ~s2_bad)]
 
         # ---- stage 2 -> 3: threshold comparisons ---------------------------------------------
         with m.If(advance):

@@ -1,6 +1,6 @@
 """Formal properties of the switch egress marker (:mod:`hw.switch.marker`).
 
-The harness is a miter between the 10-stage pipelined :class:`EgressMarker` and a
+The harness is a miter between the 13-stage pipelined :class:`EgressMarker` and a
 one-descriptor-at-a-time reference written here from the algorithm (the golden model's
 ``step``): the reference takes each descriptor when it is accepted, decides it on its own
 occupancy registers (per queue and the shared pool, updated at once) and its own copy of the
@@ -16,7 +16,9 @@ that every limit is reached within the bound).
 * **decisions**: ``decision.valid`` exactly when the reference has a decision due, and then
   drop, reason, qlen and the echoed descriptor equal the reference's, so back-to-back
   descriptors of one queue see each other's updates exactly (forwarding of the five in
-  flight, both outcomes of the one just ahead);
+  flight, both outcomes of the one just ahead); the same fields are also checked in stage 2
+  (white-box: ``s2_valid``, ``s2``, ``s2_reason``, ``s2_qlen``), where the decision is made
+  and from where the queue is written back, 5 cycles after acceptance;
 * **occupancy bounds**: every queue's block-RAM word (read through an asynchronous read port
   the harness adds to the marker's memory) is ``<= buf_max``: it never exceeds the limit and
   never underflows (a wrap would exceed it);
@@ -32,19 +34,27 @@ rule applied to the decision's own ``qlen`` and the draw of its descriptor (elig
 Bounded: the decision of a descriptor depends on the occupancy state, which the BMC reaches
 from reset (the covers show every queue full, the pool full, an underflow, an out-of-range
 queue, a mark and back-to-back same-queue descriptors at the limit), and on the descriptors of
-the 10 cycles before it.  ``DEPTH`` (19) is the reset sweep, the pipeline and 7 more decisions:
-the 7 descriptors accepted back to back after the sweep are all checked, the last with 5 ahead
-in flight and one written back, i.e. every forwarding path.  With back-pressure the bound is
-shorter (``STALL_DEPTH``, 15: the first 3 descriptors, stalled anywhere); the solver's time
-grows steeply with the depth.
+the 5 cycles before it.  The occupancy properties run on :class:`ShortRampMarker` (the ramp
+products in 3 register levels instead of 5: the decision leaves 11 cycles after acceptance
+instead of 13; the occupancy path is the same) with ``OCC_DEPTH`` 16: the reset sweep, then
+every descriptor accepted by step 10 (9 back to back after the sweep: the 7th and later with
+5 ahead in flight and one or more written back, i.e. every forwarding path) checked in stage
+2, and the first 3 also at the output (the carrying of every field through the later
+stages).  ``marker.occupancy_stalls`` has the same bound, stalled anywhere.  The marking
+properties (the products themselves) run on the marker as it is, ``DEPTH`` 22: the 7
+descriptors accepted back to back after the sweep, at the output.  The solver's time grows
+steeply with the depth: the occupancy miter at its former bound 22 (every descriptor checked
+at the output only) did not finish in 10 minutes on the loaded machine.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl._ast import AnySeq
+from amaranth.lib import data
 
-from hw.layouts import DropReason, Ecn, QueueOp, marker_decision_layout
+from hw.layouts import DropReason, Ecn, QueueOp, marker_decision_layout, marker_descriptor_layout
+from hw.lib.pipemul import product_levels
 from hw.switch.marker import EgressMarker
 from hw.switch.marker_config import MarkerConfig, MarkerReg
 
@@ -67,34 +77,78 @@ def small_config(profile: str = "ldcp", compare: str = "ge",
     return MarkerConfig.dcqcn(**kw)
 
 
-def marker_with_ram_ports(m, cfg):
-    """The marker of ``cfg`` as a submodule of ``m`` (elaborated here, to reach its block RAM),
-    with one combinational read port per queue added to its occupancy memory: ``(dut, words)``,
-    ``words[i]`` queue i's occupancy word."""
-    dut = EgressMarker(cfg)
+class ShortRampMarker(EgressMarker):
+    """The marker with its ramp products in the fewest register levels the harness's 4-bit
+    draws allow (3 instead of ``EgressMarker.MUL_STAGES``, 5), for the occupancy properties.
+
+    Those levels hold the two products and, beside them, the descriptor, its ``qlen`` and
+    reason unchanged (one register each per level, all enabled by ``advance``, as every
+    stage is); the queue's bytes are read, forwarded, admitted and written back in stages A,
+    B, C, 1 and 2 (forwarded from stages 1 to 4), before the products.  So the occupancy
+    claims (the decision's drop, reason and qlen, the RAM words, the pool) are the same on
+    this instance, whose decisions come 2 cycles sooner: 2 steps less of BMC for the same
+    descriptors checked.  The marking properties, which check the products, use the marker
+    as it is."""
+    MUL_STAGES = product_levels(4 + 1, EgressMarker.MUL_FAN_IN)
+    LATENCY = EgressMarker.LATENCY - (EgressMarker.MUL_STAGES - MUL_STAGES)
+
+
+def marker_with_ram_ports(m, cfg, cls=EgressMarker):
+    """The marker of ``cfg`` (class ``cls``) as a submodule of ``m`` (elaborated here, to reach
+    its block RAM), with one combinational read port per queue added to its occupancy memory:
+    ``(dut, words)``, ``words[i]`` queue i's occupancy word."""
+    dut = cls(cfg)
     dut._MustUse__silence = True
     inner = dut.elaborate(None)
+    dut.formal_inner = inner                # for internal_signals()
     m.submodules.dut = inner
-    occ_mem = inner._named_submodules["occ"][0]
+    occ_mem = inner._named_submodules["occ"][0]     # a hw.lib.bram.Bram's memory cell
+    depth = max(cfg.queues, 2)
     words = []
     for i in range(cfg.queues):
-        port = occ_mem.read_port(domain="comb")
-        m.d.comb += port.addr.eq(i)
-        words.append(port.data)
+        data = Signal(cfg.occ_width, name=f"occ_word{i}")
+        occ_mem.read_port(domain="comb", addr=Const(i, range(depth)), data=data,
+                          en=Const(1), transparent_for=())
+        words.append(data)
     return dut, words
 
 
+def internal_signals(dut, *names):
+    """The marker's own signals of these names (registers it drives), from the module
+    :func:`marker_with_ram_ports` elaborated: ``[Signal, ...]``."""
+    by_name = {}
+    for sig in dut.formal_inner._driving.keys():
+        by_name.setdefault(sig.name, []).append(sig)
+    found = []
+    for n in names:
+        sigs = by_name.get(n, [])
+        assert len(sigs) == 1, f"the marker has {len(sigs)} signals named {n!r}"
+        found.append(sigs[0])
+    return found
+
+
+#: the reference delay line's entry that is level with the marker's stage 2 (the descriptor
+#: is there after 5 advancing edges: stages A, B, C, 1, 2), where its decision and the queue
+#: after it are final (the queue is written back from stage 2)
+S2 = 4
+
+
 def _miter(profile: str, compare: str, sample_at: str, part: str, stalls: bool = True):
-    """``part``: ``"occupancy"`` (every field but the marking, the RAM and pool invariants) or
-    ``"marking"`` (the marking of every decision from its own qlen and the draw).
-    ``stalls``: any back-pressure on ``decision`` (else always ready)."""
+    """``part``: ``"occupancy"`` (every field but the marking, the RAM and pool invariants,
+    on :class:`ShortRampMarker`) or ``"marking"`` (the marking of every decision from its own
+    qlen and the draw, on :class:`EgressMarker`).  ``stalls``: any back-pressure on
+    ``decision`` (else always ready)."""
+    cls = ShortRampMarker if part == "occupancy" else EgressMarker
+
     def build():
         m = Module()
         m.d.comb += Assume(~ResetSignal())      # from the reset state, no reset after it
         cfg = small_config(profile, compare, sample_at)
+        assert cfg.draw_bits == 4               # (ShortRampMarker's levels)
         r = cfg.registers()
         W, D = cfg.occ_width, cfg.draw_bits
-        dut, words = marker_with_ram_ports(m, cfg)
+        LATENCY = cls.LATENCY
+        dut, words = marker_with_ram_ports(m, cfg, cls)
 
         # ---- environment: any descriptors, any back-pressure, no register writes ------------
         d = dut.desc.payload
@@ -199,6 +253,21 @@ def _miter(profile: str, compare: str, sample_at: str, part: str, stalls: bool =
                 for f in ("op", "port", "prio", "length", "drop", "reason", "qlen"):
                     m.d.comb += Assert(Value.cast(getattr(out, f))
                                        == Value.cast(getattr(exp[-1], f)))
+            # ... and the same decision in stage 2, where it is made (white-box: the rest of
+            # the pipeline only carries it, with the ramp products beside it), so that the
+            # bound need not reach the output for every descriptor checked: the output check
+            # above covers the carrying on the first descriptors, this one every descriptor
+            # accepted up to 6 cycles before the bound
+            s2_valid, s2_raw, s2_reason, s2_qlen = internal_signals(
+                dut, "s2_valid", "s2", "s2_reason", "s2_qlen")
+            s2 = data.View(marker_descriptor_layout(cfg), s2_raw)
+            m.d.comb += Assert(s2_valid == exp_valid[S2])
+            with m.If(s2_valid):
+                for f in ("op", "port", "prio", "length"):
+                    m.d.comb += Assert(Value.cast(getattr(s2, f))
+                                       == Value.cast(getattr(exp[S2], f)))
+                m.d.comb += [Assert(s2_reason == Value.cast(exp[S2].reason)),
+                             Assert(s2_qlen == exp[S2].qlen)]
             # ---- invariants ------------------------------------------------------------------
             m.d.comb += [Assert(ref_shared == sum(ref_q)),
                          Assert(ref_shared <= r.shared_buffer)]
@@ -266,8 +335,13 @@ def _reset_sweep():
 #: accepted back to back after the sweep are all checked, the last with 5 ahead in flight
 #: and one written back
 DEPTH = 2 + LATENCY + 7
-#: with back-pressure: the first 3 descriptors after the sweep, stalled anywhere
-STALL_DEPTH = 2 + LATENCY + 3
+#: The occupancy properties (ShortRampMarker): the first 3 descriptors after the sweep
+#: checked at the output, every descriptor accepted up to step OCC_DEPTH - 6 (9 back to back
+#: after the sweep) checked in stage 2, the last ones with 5 ahead in flight and one or more
+#: written back, i.e. every forwarding path
+OCC_DEPTH = 2 + ShortRampMarker.LATENCY + 3
+#: with back-pressure: the same bound, the descriptors stalled anywhere
+STALL_DEPTH = OCC_DEPTH
 #: flattened, the block RAM as flip-flops (4 words; faster for the solver than an array), and
 #: what the assertions do not read removed
 SCRIPT = ("prep -top top", "flatten", "memory_map", "opt_clean")
@@ -281,7 +355,7 @@ PROPERTIES = [
              "reference (drop, reason, qlen); RAM queues <= buf_max, = the reference's when "
              "idle, SHARED_OCC = their sum", _miter("ldcp", "ge", "enqueue", "occupancy",
                                                     stalls=False),
-             mode="bmc", depth=DEPTH, cover_depth=DEPTH, timeout=600, extra_script=SCRIPT),
+             mode="bmc", depth=OCC_DEPTH, cover_depth=OCC_DEPTH, timeout=600, extra_script=SCRIPT),
     Property("marker.occupancy_stalls", "the same with any back-pressure on decision",
              _miter("ldcp", "ge", "enqueue", "occupancy", stalls=True), mode="bmc",
              depth=STALL_DEPTH, cover_depth=STALL_DEPTH, timeout=600, extra_script=SCRIPT),
