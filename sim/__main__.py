@@ -7,7 +7,7 @@
         [--tag seed2] [--quiet] [--no-plots] [--seeds 1..5 [--jobs 2]]
         [--param algo.dctcp.k_kb=30 ...] [--engine rtl]
     python -m sim sweep default --param algo.ldcp.alpha=0.5,1.0 --param topology.senders=8,16 \\
-        [--jobs 2]
+        [--jobs 2] [--dask [tcp://host:8786]] [--resume] [--quiet] [--no-plots]
     python -m sim bench [--senders 100,1000,10000]       # events/s and wall time (not a test)
 
 A scenario is a TOML file or the name of a bundled one (``sim/scenarios/``).  The whole file is
@@ -328,6 +328,10 @@ def _parse_params(params: list[str], source: str) -> list[tuple[str, list]]:
 
 
 SWEEP_FILES = ("sweep.csv", "sweep.json")
+#: the per-metric plots of a sweep (removed with its files when a sweep starts afresh)
+SWEEP_PLOTS = "sweep_*.png"
+#: the columns of a sweep row that are not headline metrics
+SWEEP_NOT_METRICS = ("events", "wall_s", "cpu_s")
 
 
 def _sweep_job(scenario: str, overrides: dict, algo: str) -> dict:
@@ -336,6 +340,108 @@ def _sweep_job(scenario: str, overrides: dict, algo: str) -> dict:
     summary = output.run_summary(run)
     return {"events": summary["events"], "wall_s": summary["wall_s"], "cpu_s": summary["cpu_s"],
             **summary["metrics"]["headline"]}
+
+
+class SweepProgress:
+    """Runs done / total, elapsed wall time and the time left on stderr: redrawn in place on a
+    terminal, in a log one line per tenth of the runs.  The time left extrapolates the runs of
+    this invocation (runs resumed from sweep.csv took no time here)."""
+
+    def __init__(self, total: int, already: int = 0, stream=None, enabled: bool = True):
+        self.total, self.done, self.already, self.enabled = total, already, already, enabled
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.start = time.perf_counter()
+        self.last_decile = already * 10 // total if total else 10
+
+    def text(self) -> str:
+        elapsed = time.perf_counter() - self.start
+        ran, left = self.done - self.already, self.total - self.done
+        eta = f"{elapsed / ran * left:.0f} s" if ran else "?"
+        return (f"sweep: {self.done}/{self.total} runs ({self.done * 100 // self.total} %), "
+                f"{elapsed:.1f} s elapsed, about {eta} left")
+
+    def clear(self) -> None:
+        """Before a line on stdout: wipe the progress line of a terminal (redrawn after)."""
+        if self.enabled and self.tty and self.done < self.total:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def __call__(self) -> None:
+        """One more run done."""
+        self.done += 1
+        if not self.enabled:
+            return
+        if self.tty:
+            self.stream.write("\r" + self.text() + ("\n" if self.done == self.total else ""))
+        else:
+            decile = self.done * 10 // self.total
+            if decile == self.last_decile:
+                return
+            self.last_decile = decile
+            self.stream.write(self.text() + "\n")
+        self.stream.flush()
+
+
+def _cell(value) -> str:
+    """A value as csv.DictWriter writes it (how resumed rows are matched with the jobs)."""
+    return "" if value is None else str(value)
+
+
+def _parse_cell(text: str):
+    """A sweep.csv cell back to the value that wrote it (None, bool, int, float, else text)."""
+    if text == "":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _sweep_row(i: int, overrides: dict, algo: str, result: dict) -> dict:
+    return {"point": i, **{k: _jsonable(v) for k, v in overrides.items()}, "algorithm": algo,
+            **result}
+
+
+def _resumed_rows(folder: Path, jobs: list) -> dict[int, dict]:
+    """The runs of an earlier ``sweep.csv`` in ``folder`` that are jobs of this sweep, matched
+    by the point's parameters and the algorithm (not by the point number: a grid may grow), by
+    job index.  A cut-off last line (a write interrupted) is dropped: that run is redone."""
+    path = folder / "sweep.csv"
+    if not path.is_file():
+        return {}
+    keys = list(jobs[0][1])
+    index = {(tuple(_cell(_jsonable(o[k])) for k in keys), a): n
+             for n, (_, o, a) in enumerate(jobs)}
+    done: dict[int, dict] = {}
+    lines = path.read_text().splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):    # a write cut short: its last line is not whole
+        lines.pop()
+    reader = csv.DictReader(lines)
+    fields = reader.fieldnames or []
+    if not fields:
+        return {}
+    if fields[:1] != ["point"] or "algorithm" not in fields or \
+            fields[1:fields.index("algorithm")] != keys:
+        raise output.OutputError(
+            f"{path}: its columns are not this sweep's (point, {', '.join(keys)}, "
+            f"algorithm, ...): remove it or run without --resume")
+    metrics = fields[fields.index("algorithm") + 1:]
+    for raw in reader:
+        if None in raw or None in raw.values():   # a line cut short (or too long)
+            continue
+        n = index.get((tuple(raw[k] for k in keys), raw["algorithm"]))
+        if n is None:
+            raise output.OutputError(
+                f"{path}: holds a run that is not in this grid (point {raw['point']}, "
+                f"{raw['algorithm']}): remove it or run without --resume")
+        i, overrides, algo = jobs[n]
+        done[n] = _sweep_row(i, overrides, algo, {m: _parse_cell(raw[m]) for m in metrics})
+    return done
 
 
 def cmd_sweep(args) -> int:
@@ -351,70 +457,94 @@ def cmd_sweep(args) -> int:
     jobs = [(i, overrides, algo) for i, (overrides, scn) in enumerate(points)
             for algo in scn.algorithms]
     folder = output.check_writable(Path(args.out) / name)     # before any run
-    output.remove_files(folder, SWEEP_FILES)
+    if args.resume:
+        done = _resumed_rows(folder, jobs)
+    else:
+        done = {}
+        output.remove_files(folder, [*SWEEP_FILES, *(p.name for p in folder.glob(SWEEP_PLOTS))])
+    todo = [(n, *job) for n, job in enumerate(jobs) if n not in done]
     where = (f"{args.jobs} process(es)" if not args.dask else
              f"Dask LocalCluster of {args.jobs} worker(s)" if args.dask == cluster.LOCAL else
              f"Dask scheduler {args.dask}")
-    print(f"sweep {name}: {len(points)} points x algorithms = {len(jobs)} runs, {where}",
-          file=sys.stderr)
-    rows = []
+    resumed = (f"; resumed: {len(done)} already in sweep.csv, {len(todo)} to run"
+               if args.resume else "")
+    print(f"sweep {name}: {len(points)} points x algorithms = {len(jobs)} runs, {where}"
+          f"{resumed}", file=sys.stderr)
+    progress = SweepProgress(len(jobs), len(done), enabled=not args.quiet)
 
     def label(overrides):
         return " ".join(f"{k}={config.show(v)}" for k, v in overrides.items()) or "(base)"
 
-    def record(i, overrides, algo, result):
-        row = {"point": i, **{k: _jsonable(v) for k, v in overrides.items()}, "algorithm": algo,
-               **result}
-        rows.append(row)
+    def record(n, i, overrides, algo, result):
+        done[n] = _sweep_row(i, overrides, algo, result)
+        progress.clear()
         print(f"[{i}] {label(overrides)} {algo}: util {result['utilization']:.3f}  q p99 "
               f"{result['queue_p99_kb']:.1f} KB  sd p99 {_fmt(result['slowdown_p99'])}  Jain "
               f"{_fmt(result['jain'])}  drops {result['drops']}  unfinished "
               f"{result['unfinished']}  {result['cpu_s']:.1f} s CPU",
               flush=True)
+        write()
+        progress()
 
-    _warn_events(max((scn for _, scn in points), key=runner.estimate_events), len(jobs))
+    if todo:
+        _warn_events(max((points[i][1] for _, i, _, _ in todo), key=runner.estimate_events),
+                     len(todo))
 
     def write():
-        (folder / "sweep.json").write_text(json.dumps(rows, indent=1))
-        with open(folder / "sweep.csv", "w", newline="") as f:
+        # every run done so far, in job order (resumed runs among them)
+        rows = [done[n] for n in sorted(done)]
+        # each file whole or not at all (a Ctrl-C while writing keeps the previous one)
+        (folder / "sweep.json.tmp").write_text(json.dumps(rows, indent=1))
+        os.replace(folder / "sweep.json.tmp", folder / "sweep.json")
+        with open(folder / "sweep.csv.tmp", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
+        os.replace(folder / "sweep.csv.tmp", folder / "sweep.csv")
 
     try:
-        if args.dask:
+        if not todo:
+            pass
+        elif args.dask:
             client, local = cluster.open_client(args.dask, args.jobs)
             # a bundled scenario by its name: each worker finds its own copy
             target = path if Path(args.scenario).is_file() else args.scenario
             try:
                 results = cluster.run_in_order(client, _sweep_job,
-                                               [(target, o, a) for _, o, a in jobs])
-                for (i, o, a), (_, result) in zip(jobs, results, strict=True):
-                    record(i, o, a, result)
-                    write()
+                                               [(target, o, a) for _, _, o, a in todo])
+                for (n, i, o, a), (_, result) in zip(todo, results, strict=True):
+                    record(n, i, o, a, result)
             finally:
                 cluster.close(client, local)
         elif args.jobs <= 1:
-            for i, overrides, algo in jobs:
-                record(i, overrides, algo, _sweep_job(path, overrides, algo))
-                write()
+            for n, i, overrides, algo in todo:
+                record(n, i, overrides, algo, _sweep_job(path, overrides, algo))
         else:
             pool = _pool(args.jobs)
             try:
-                futures = [(i, o, a, pool.submit(_sweep_job, path, o, a)) for i, o, a in jobs]
-                for i, o, a, future in futures:
-                    record(i, o, a, future.result())
-                    write()
+                futures = [(n, i, o, a, pool.submit(_sweep_job, path, o, a))
+                           for n, i, o, a in todo]
+                for n, i, o, a, future in futures:
+                    record(n, i, o, a, future.result())
             except BaseException:         # Ctrl-C or a failed run: end the workers now
                 _stop_pool(pool)
                 raise
             pool.shutdown()
     except KeyboardInterrupt:
-        kept = (f"{len(rows)} of {len(jobs)} runs written to {folder}/sweep.csv" if rows
-                else "no run had finished, nothing written")
+        kept = (f"{len(done)} of {len(jobs)} runs written to {folder}/sweep.csv (--resume "
+                f"runs the rest)" if done else "no run had finished, nothing written")
         print(f"\ninterrupted (Ctrl-C); {kept}", file=sys.stderr, flush=True)
         return 130
-    print(f"outputs: {folder}/sweep.csv, sweep.json")
+    if not todo:
+        write()                           # the same runs, in this grid's job order
+    outputs = f"outputs: {folder}/sweep.csv, sweep.json"
+    if grid and not args.no_plots:
+        rows = [done[n] for n in sorted(done)]
+        metrics = [k for k in rows[0] if k not in SWEEP_NOT_METRICS
+                   and k not in ("point", "algorithm", *points[0][0])]
+        plots = output.write_sweep_plots(rows, [k for k, _ in grid], metrics, folder)
+        outputs += f", {len(plots)} plots ({SWEEP_PLOTS}: each metric against {grid[0][0]})"
+    print(outputs)
     return 0
 
 
@@ -554,6 +684,14 @@ def main(argv=None) -> int:
                        help="run the points on Dask distributed: alone, a LocalCluster of "
                        "--jobs worker processes; with an address (tcp://host:8786), the "
                        "workers of that running scheduler")
+    sweep.add_argument("--resume", action="store_true",
+                       help="keep the runs already in the output's sweep.csv (matched by the "
+                       "point's parameters and algorithm) and run only the missing ones "
+                       "(default: start afresh, removing the earlier sweep files)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress line")
+    sweep.add_argument("--no-plots", action="store_true",
+                       help="skip the PNG plots (each headline metric against the first "
+                       "--param)")
     bench = sub.add_parser("bench", help="events/s and wall time (writes out/bench.json)")
     bench.add_argument("--senders", type=_int_list, default=[100, 1000, 10000],
                        help="incast sizes to time (100,1000,10000)")

@@ -583,6 +583,48 @@ def write_plots(scn: Scenario, runs: list, data: dict, folder: Path,
     _plot_traces(plt, scn, runs, folder)
 
 
+
+def write_sweep_plots(rows: list[dict], params: list[str], metrics: list[str],
+                      folder: Path) -> list[str]:
+    """``sweep_<metric>.png`` for each of ``metrics``: the metric against the first swept
+    parameter ``params[0]``, one line per algorithm (with several swept parameters, one line
+    per algorithm and values of the others, named in the legend).  ``rows``: sweep.csv's rows.
+    A parameter with non-numeric values is placed evenly, in grid order.  Returns the names."""
+    plt = _pyplot()
+    x_key, others = params[0], params[1:]
+    xs = list(dict.fromkeys(r[x_key] for r in rows))
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in xs)
+    pos = {v: (v if numeric else n) for n, v in enumerate(xs)}
+    lines: dict[str, list[dict]] = {}
+    for r in rows:
+        label = " ".join([r["algorithm"], *(f"{k}={r[k]}" for k in others)])
+        lines.setdefault(label, []).append(r)
+    colors = _colors(plt, lines)
+    names = []
+    for metric in metrics:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for label, line in lines.items():
+            # a metric without a value at a point (no flow finished: no slowdown) is a gap
+            pts = sorted(((pos[r[x_key]], r[metric]) for r in line), key=lambda p: p[0])
+            ax.plot([x for x, _ in pts], [float("nan") if v is None else v for _, v in pts],
+                    marker="o", color=colors[label], label=label)
+        if all(r[metric] is None for r in rows):
+            _message(ax, f"{metric}: no value at any point")
+        else:
+            if numeric:
+                _ticks(ax)
+            else:
+                ax.set_xticks(range(len(xs)), [str(v) for v in xs], fontsize=7)
+            ax.legend(fontsize=7)
+        ax.set_xlabel(x_key, fontsize=8)
+        ax.set_ylabel(metric, fontsize=8)
+        ax.set_title(f"{metric} against {x_key}", fontsize=9)
+        name = f"sweep_{metric}.png"
+        _save(plt, fig, folder / name)
+        names.append(name)
+    return names
+
+
 COLUMNS = [("algorithm", "{}", 9), ("events", "{:,}", 11), ("wall s", "{:.1f}", 7),
            ("cpu s", "{:.1f}", 6), ("ev/cpu s", "{:,.0f}", 9), ("util", "{:.3f}", 6),
            ("q p99 KB", "{:.1f}", 9), ("q max KB", "{:.1f}", 9), ("sd p50", "{:.2f}", 7),
