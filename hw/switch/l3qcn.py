@@ -36,6 +36,7 @@ from .cnm_gen import CnmGenerator
 from .hash_table import HashTable
 from .l3qcn_config import (
     L3QCN_CP_GEN_BASE,
+    L3QCN_CP_PCNM_BASE,
     L3QCN_CP_WINDOW,
     L3QCN_TOR_GEN_BASE,
     PRIVATE_CNM_PDU_BYTES,
@@ -63,6 +64,11 @@ class PrivateCnmGen(wiring.Component):
         units), the sampled IP packet's length and first ``sample_bytes`` bytes.
     packet : Out(stream(byte_beat_layout(data_bytes)))
         The IPv4 packet (``docs/l3qcn.md``, "Private CNM"): 60 + sample_bytes bytes.
+    csr_w : In(stream(csr_write_layout)), csr_raddr : In(5), csr_rdata : Out(32)
+        The register port (:meth:`PrivateCnmConfig.register_map`): the header fields (source
+        IP, CPID, UDP ports, DSCP, ECN, TTL), reset to the configuration's values.  A write is
+        applied only while no request is held (between packets: the one being sent was loaded
+        whole); requests wait while a write is pending, so the write is never starved.
 
     Latency and throughput
     ----------------------
@@ -83,21 +89,23 @@ class PrivateCnmGen(wiring.Component):
         super().__init__({
             "request": In(stream.Signature(private_cnm_request_layout(config))),
             "packet": Out(stream.Signature(byte_beat_layout(config.data_bytes))),
+            **csr_ports(config.register_map()),
         })
 
-    def _bytes(self, r, ip_cksum, udp_cksum) -> list[Value]:
+    def _bytes(self, bank, r, ip_cksum, udp_cksum) -> list[Value]:
         cfg = self.config
         S = cfg.sample_bytes
         ip = be_bytes(pack_fields(IPV4_HEADER, dict(
-            version=4, ihl=5, dscp=cfg.dscp, ecn=cfg.ecn, total_length=cfg.packet_bytes, id=0,
-            flags=0b010, frag_offset=0, ttl=cfg.ttl, protocol=17, checksum=ip_cksum,
-            src=cfg.cp_ip, dst=r.src_ip)), 20)
+            version=4, ihl=5, dscp=bank["DSCP"], ecn=bank["ECN"],
+            total_length=cfg.packet_bytes, id=0, flags=0b010, frag_offset=0, ttl=bank["TTL"],
+            protocol=17, checksum=ip_cksum, src=bank["CP_IP"], dst=r.src_ip)), 20)
         udp = be_bytes(pack_fields(UDP_HEADER, dict(
-            sport=cfg.udp_sport, dport=cfg.udp_port, length=cfg.udp_length,
+            sport=bank["UDP_SPORT"], dport=bank["UDP_PORT"], length=cfg.udp_length,
             checksum=udp_cksum)), 8)
         pdu = be_bytes(pack_fields(PRIVATE_CNM_PDU, dict(
             version=PRIVATE_CNM_VERSION, resv0=0, resv1=0, qntz_fb=r.qntz_fb,
-            enc_prio=r.enc_prio, resv2=0, cpid=cfg.cpid, q_off=r.q_off, q_delta=r.q_delta,
+            enc_prio=r.enc_prio, resv2=0, cpid=Cat(bank["CPID_LO"], bank["CPID_HI"]),
+            q_off=r.q_off, q_delta=r.q_delta,
             src_ip=r.src_ip, dst_ip=r.dst_ip, sport=r.sport, dport=r.dport,
             protocol=r.protocol, resv3=0, msdu_len=r.msdu_len)), PRIVATE_CNM_PDU_BYTES)
         # sampled bytes beyond the sampled packet's length are zeros (padding or absent)
@@ -111,13 +119,16 @@ class PrivateCnmGen(wiring.Component):
         # The request is held in ``req`` until its packet is loaded; the checksum pipeline
         # below runs freely from it (no enables), so ``levels`` edges after ``req`` was written
         # both checksums are final and stay so until the load.
+        # The header fields are run-time registers; a write waits until no request is held,
+        # so they are stable from the request's capture through the checksums to the load.
+        bank = CsrBank(cfg.register_map())
         req = Signal(private_cnm_request_layout(cfg))
         held = Signal()
         ip_cksum, udp_cksum = Signal(16), Signal(16)
 
-        zero_ck = self._bytes(req, Const(0, 16), Const(0, 16))
+        zero_ck = self._bytes(bank, req, Const(0, 16), Const(0, 16))
         pseudo = be_words(be_bytes(Cat(Const(cfg.udp_length, 16), Const(17, 16),
-                                     req.src_ip, Const(cfg.cp_ip, 32)), 12))
+                                     req.src_ip, bank["CP_IP"]), 12))
         ip_sum, ip_levels = _ones_sum_tree(m, be_words(zero_ck[:20]), "ip")
         udp_sum, udp_levels = _ones_sum_tree(m, pseudo + be_words(zero_ck[20:]), "udp")
         udp_ck = ~udp_sum
@@ -128,16 +139,18 @@ class PrivateCnmGen(wiring.Component):
         idle = Signal()
         load = held & (wait == 0) & idle
         m.d.comb += idle.eq(shift_out(m, self.packet, cfg.data_bytes, cfg.packet_bytes, load,
-                                      Cat(*self._bytes(req, ip_cksum, udp_cksum)),
+                                      Cat(*self._bytes(bank, req, ip_cksum, udp_cksum)),
                                       cfg.packet_bytes, min_length=cfg.packet_bytes))
-        # the next request is taken on the edge that loads this one's packet
-        m.d.comb += self.request.ready.eq(~held | load)
+        # the next request is taken on the edge that loads this one's packet (none while a
+        # register write waits: it goes in once the held request is loaded)
+        m.d.comb += self.request.ready.eq((~held | load) & ~self.csr_w.valid)
         with m.If(held & (wait != 0)):
             m.d.sync += wait.eq(wait - 1)
         with m.If(load):
             m.d.sync += held.eq(0)
         with m.If(self.request.valid & self.request.ready):
             m.d.sync += [req.eq(self.request.payload), held.eq(1), wait.eq(levels)]
+        bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~held)
         return m
 
 
@@ -211,7 +224,9 @@ class L3qcnCp(wiring.Component):
         CP's registers (forwarded: its rule, a write waits for no sample in flight); mode
         ``roce``: the CNP-QP table's command registers (a write to ``TBL_CMD`` issues the
         command after the CP's lookups and the ``table_cmd`` port's; the table registers take
-        no write while it is in flight); the counters; the ID header.
+        no write while it is in flight) and the CNP generator's (``GEN_*``, forwarded); mode
+        ``qcn``: the private CNM generator's header fields (``PCNM_*``, forwarded: applied
+        between packets); the counters; the ID header.
 
     Latency and throughput
     ----------------------
@@ -256,7 +271,7 @@ class L3qcnCp(wiring.Component):
         # without them, with the same header and size
         own = RegisterMap(regmap.name, tuple(r for r in regmap.registers
                                              if r.addr >= L3QCN_CP_WINDOW
-                                             and not r.name.startswith("GEN_")),
+                                             and not r.name.startswith(("GEN_", "PCNM_"))),
                           regmap.block_type, regmap.version, regmap.desc)
         assert own.header_values() == regmap.header_values()
         assert own.addr_width == regmap.addr_width
@@ -265,20 +280,21 @@ class L3qcnCp(wiring.Component):
         own_rdata = Signal(32)
         fwd = self.csr_w.payload.addr < L3QCN_CP_WINDOW
         fwd_q = Signal()
-        # mode roce: the CNP generator's registers (GEN_*), forwarded with the base removed
+        # the generator's registers, forwarded with the base removed: mode roce the CNP
+        # generator's (GEN_*), mode qcn the private CNM generator's (PCNM_*)
         gen_w = stream.Signature(self.csr_w.payload.shape()).create()
-        # (mode qcn: no generator registers; a signal left undriven would be an unused wire)
-        gen_rdata = Signal(32) if cfg.mode == "roce" else Const(0, 32)
-        gen_words = (max(r.addr for r in cfg.cnp.register_map().registers) + 1
-                     if cfg.mode == "roce" else 0)
-        in_gen = _in_window(self.csr_w.payload.addr, L3QCN_CP_GEN_BASE, gen_words)
+        gen_rdata = Signal(32)
+        gen_map = cfg.cnp.register_map() if cfg.mode == "roce" else cfg.private.register_map()
+        gen_base = L3QCN_CP_GEN_BASE if cfg.mode == "roce" else L3QCN_CP_PCNM_BASE
+        gen_words = max(r.addr for r in gen_map.registers) + 1
+        in_gen = _in_window(self.csr_w.payload.addr, gen_base, gen_words)
         gen_q = Signal()
         m.d.comb += [
             cp.csr_w.valid.eq(self.csr_w.valid & fwd),
             cp.csr_w.payload.addr.eq(self.csr_w.payload.addr[:cp_aw]),
             cp.csr_w.payload.data.eq(self.csr_w.payload.data),
             gen_w.valid.eq(self.csr_w.valid & in_gen),
-            gen_w.payload.addr.eq(self.csr_w.payload.addr - L3QCN_CP_GEN_BASE),
+            gen_w.payload.addr.eq(self.csr_w.payload.addr - gen_base),
             gen_w.payload.data.eq(self.csr_w.payload.data),
             own_w.valid.eq(self.csr_w.valid & ~fwd & ~in_gen),
             own_w.payload.eq(self.csr_w.payload),
@@ -287,7 +303,7 @@ class L3qcnCp(wiring.Component):
             self.csr_rdata.eq(Mux(fwd_q, cp.csr_rdata, Mux(gen_q, gen_rdata, own_rdata))),
         ]
         m.d.sync += [fwd_q.eq(self.csr_raddr < L3QCN_CP_WINDOW),
-                     gen_q.eq(_in_window(self.csr_raddr, L3QCN_CP_GEN_BASE, gen_words))]
+                     gen_q.eq(_in_window(self.csr_raddr, gen_base, gen_words))]
         bank.source("NOTIFICATIONS", self.notifications)
 
         # the QCN CP holds at most one frame between accepting it and handing its decision on,
@@ -315,6 +331,12 @@ class L3qcnCp(wiring.Component):
                 r.q_delta.eq(dec.payload.q_delta), r.enc_prio.eq(hdr.prio),
                 r.msdu_len.eq(hdr.ip_len), r.sample.eq(hdr.sample),
             ]
+            gen_aw = len(gen.csr_raddr)
+            m.d.comb += [gen.csr_w.valid.eq(gen_w.valid), gen_w.ready.eq(gen.csr_w.ready),
+                         gen.csr_w.payload.addr.eq(gen_w.payload.addr[:gen_aw]),
+                         gen.csr_w.payload.data.eq(gen_w.payload.data),
+                         gen.csr_raddr.eq((self.csr_raddr - gen_base)[:gen_aw]),
+                         gen_rdata.eq(gen.csr_rdata)]
             _count(m, self.notifications, gen.request.valid & gen.request.ready)
             bank.build(m, own_w, self.csr_raddr, own_rdata)
             return m

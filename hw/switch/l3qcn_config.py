@@ -2,7 +2,8 @@
 congestion
 point's notifier (switch-built RoCEv2 CNP or private CNM) and the ingress ToR's converter.
 
-All values are elaboration-time constants.  Frozen, validated dataclasses; an invalid value
+All values are elaboration-time constants (the reset values of run-time registers where a
+block has them: its ``register_map``).  Frozen, validated dataclasses; an invalid value
 raises :class:`hw.params.ConfigError` naming the field, the value and the allowed range.
 """
 
@@ -18,7 +19,7 @@ from .hash_table_config import HashTableConfig
 from .qcn_cp_config import QcnCpConfig
 
 __all__ = ["PrivateCnmConfig", "L3qcnCpConfig", "L3qcnTorConfig", "PRIVATE_CNM_PORT",
-           "L3QCN_CP_GEN_BASE", "L3QCN_TOR_GEN_BASE", "generator_window",
+           "L3QCN_CP_GEN_BASE", "L3QCN_CP_PCNM_BASE", "L3QCN_TOR_GEN_BASE", "generator_window",
            "PRIVATE_CNM_VERSION", "PRIVATE_CNM_PDU_BYTES", "CNP_TAG_WIDTH"]
 
 #: Default UDP destination port of the private CNM: 1021, one of the two ports IANA reserves
@@ -35,14 +36,17 @@ CNP_TAG_WIDTH = 49
 L3QCN_CP_WINDOW = 0x20
 #: mode ``roce``: the CNP generator's registers at this word + their own address (``GEN_*``)
 L3QCN_CP_GEN_BASE = 0x30
+#: mode ``qcn``: the private CNM generator's registers at this word + their own address
+#: (``PCNM_*``; the same free window as mode ``roce``'s ``GEN_*``)
+L3QCN_CP_PCNM_BASE = 0x30
 #: the ToR's CNM generator's registers at this word + their own address (``GEN_*``)
 L3QCN_TOR_GEN_BASE = 0x18
 
 
-def generator_window(regmap: RegisterMap, base: int) -> list[Register]:
-    """A generator's registers (not its ID header) as ``GEN_<name>`` at ``base`` + their own
-    word address, for a top's map that forwards them to the generator's register port."""
-    return [replace(r, name=f"GEN_{r.name}", addr=base + r.addr,
+def generator_window(regmap: RegisterMap, base: int, prefix: str = "GEN_") -> list[Register]:
+    """A generator's registers (not its ID header) as ``<prefix><name>`` at ``base`` + their
+    own word address, for a top's map that forwards them to the generator's register port."""
+    return [replace(r, name=f"{prefix}{r.name}", addr=base + r.addr,
                     desc=f"generator: {r.desc}") for r in regmap.registers]
 
 
@@ -55,7 +59,10 @@ class PrivateCnmConfig(BlockConfig):
     ``udp_port``: UDP destination port the ToR recognizes (default 1021, RFC 4727).
     ``udp_sport``: UDP source port.  ``dscp``, ``ecn`` (1 or 2: ECT), ``ttl``: IPv4 fields.
     ``sample_bytes``: bytes of the sampled IP packet carried after the PDU (even, 0..64).
-    ``data_bytes``: bytes per beat of the byte streams (4, 8 or 16)."""
+    ``data_bytes``: bytes per beat of the byte streams (4, 8 or 16).
+
+    ``cp_ip``, ``cpid``, ``udp_port``, ``udp_sport``, ``dscp``, ``ecn`` and ``ttl`` are the
+    reset values of the generator's run-time registers (:meth:`register_map`)."""
 
     cp_ip: int = 0x0A_00_FF_01           # 10.0.255.1
     cpid: int = (0x02_00_00_00_C0_01 << 16) | 0x0005
@@ -80,6 +87,29 @@ class PrivateCnmConfig(BlockConfig):
             raise ConfigError(self, "sample_bytes", self.sample_bytes, "an even integer 0..64")
         check_choice(self, "data_bytes", self.data_bytes, (4, 8, 16))
 
+    def registers(self) -> dict[str, int]:
+        """Reset values of the run-time registers, by register name (the 64-bit CPID as two
+        words, low first)."""
+        return {"CP_IP": self.cp_ip, "CPID_LO": self.cpid & 0xFFFF_FFFF,
+                "CPID_HI": self.cpid >> 32, "UDP_PORT": self.udp_port,
+                "UDP_SPORT": self.udp_sport, "DSCP": self.dscp, "ECN": self.ecn,
+                "TTL": self.ttl}
+
+    def register_map(self, name: str = "private_cnm") -> RegisterMap:
+        """The generator's register map: the packet's header fields, reset to this
+        configuration's values.  A write is applied between packets (no request held)."""
+        widths = {"CP_IP": 32, "CPID_LO": 32, "CPID_HI": 32, "UDP_PORT": 16, "UDP_SPORT": 16,
+                  "DSCP": 6, "ECN": 2, "TTL": 8}
+        desc = {"CP_IP": "IPv4 source address (the CP's)",
+                "CPID_LO": "CPID bits 31..0 (port / priority in the low 16)",
+                "CPID_HI": "CPID bits 63..32 (the CP's MAC, upper 4 bytes)",
+                "UDP_PORT": "UDP destination port (the ToR recognizes it)",
+                "UDP_SPORT": "UDP source port", "DSCP": "IPv4 DSCP",
+                "ECN": "IPv4 ECN (1 or 2: ECT)", "TTL": "IPv4 TTL"}
+        regs = tuple(Register.single(n, widths[n], v, desc=desc[n], addr=i)
+                     for i, (n, v) in enumerate(self.registers().items()))
+        return RegisterMap(name, regs, "PCNM", version=(1, 0),
+                           desc="L3QCN private CNM generator")
 
     @property
     def udp_length(self) -> int:
@@ -170,6 +200,9 @@ class L3qcnCpConfig(BlockConfig):
         if self.mode == "roce":
             # the CNP generator's run-time knobs (DSCP, ECN, priority, VLAN, TTL, P_Key)
             regs += generator_window(self.cnp.register_map(), L3QCN_CP_GEN_BASE)
+        else:
+            # the private CNM's header fields (source IP, CPID, UDP ports, DSCP, ECN, TTL)
+            regs += generator_window(self.private.register_map(), L3QCN_CP_PCNM_BASE, "PCNM_")
         return RegisterMap(name, tuple(regs), "L3CP", version=(1, 0),
                            desc=f"L3QCN congestion point, mode {self.mode}")
 

@@ -45,6 +45,7 @@ from hw.layouts import (
 from hw.switch.hash_table_config import HashTableConfig
 from hw.switch.l3qcn_config import (
     L3QCN_CP_GEN_BASE,
+    L3QCN_CP_PCNM_BASE,
     L3QCN_CP_WINDOW,
     L3QCN_TOR_GEN_BASE,
     PRIVATE_CNM_PDU_BYTES,
@@ -60,7 +61,8 @@ from sim.models.packets import codec, header_bytes, ipv4_header, ones_sum, udp_c
 from sim.models.qcn import CpFrame, CpModel
 
 __all__ = ["FiveTuple", "FlowInfo", "CnpQpTableModel", "FlowIdTableModel", "PrivateCnmRequest",
-           "PrivateCnm", "build_private_cnm", "parse_private_cnm", "classify", "udp_checksum",
+           "PrivateCnm", "PrivateCnmGenModel", "build_private_cnm", "parse_private_cnm",
+           "classify", "udp_checksum",
            "L3qcnFrame", "L3qcnCpModel", "TorModel", "cnp_qp_key", "five_tuple_key",
            "flow_info_value"]
 
@@ -172,25 +174,52 @@ class PrivateCnm:
     sample: bytes = field(default=b"")
 
 
-def build_private_cnm(cfg: PrivateCnmConfig, r: PrivateCnmRequest) -> bytes:
+def build_private_cnm(cfg: PrivateCnmConfig, r: PrivateCnmRequest,
+                      regs: dict[str, int] | None = None) -> bytes:
     """The private CNM as an IPv4 packet: IPv4 (CP -> the flow's source, DF, id 0) | UDP
     (sport, dport = cfg.udp_port, checksum) | PDU (32 bytes) | sampled bytes (sample_bytes,
-    bytes beyond msdu_len zero)."""
+    bytes beyond msdu_len zero).  ``regs``: the header fields by register name
+    (:meth:`PrivateCnmConfig.registers`, the default: the configuration's values)."""
+    h = cfg.registers() if regs is None else regs
+    cp_ip, cpid = h["CP_IP"], h["CPID_HI"] << 32 | h["CPID_LO"]
     f = r.flow
     pdu = header_bytes(PRIVATE_CNM_PDU, dict(
         version=PRIVATE_CNM_VERSION, resv0=0, resv1=0, qntz_fb=r.qntz_fb, enc_prio=r.enc_prio,
-        resv2=0, cpid=cfg.cpid, q_off=r.q_off & 0xFFFF, q_delta=r.q_delta & 0xFFFF,
+        resv2=0, cpid=cpid, q_off=r.q_off & 0xFFFF, q_delta=r.q_delta & 0xFFFF,
         src_ip=f.src_ip, dst_ip=f.dst_ip, sport=f.sport, dport=f.dport, protocol=f.protocol,
         resv3=0, msdu_len=r.msdu_len))
     n = min(r.msdu_len, cfg.sample_bytes)
     sample = r.sample[:n].ljust(cfg.sample_bytes, b"\0")
     payload = pdu + sample
-    udp = dict(sport=cfg.udp_sport, dport=cfg.udp_port, length=cfg.udp_length, checksum=0)
-    udp["checksum"] = udp_checksum(cfg.cp_ip, f.src_ip, header_bytes(UDP_HEADER, udp) + payload)
+    udp = dict(sport=h["UDP_SPORT"], dport=h["UDP_PORT"], length=cfg.udp_length, checksum=0)
+    udp["checksum"] = udp_checksum(cp_ip, f.src_ip, header_bytes(UDP_HEADER, udp) + payload)
     udp = header_bytes(UDP_HEADER, udp)
-    ip = ipv4_header(dscp=cfg.dscp, ecn=cfg.ecn, ttl=cfg.ttl, total_length=cfg.packet_bytes,
-                     src=cfg.cp_ip, dst=f.src_ip)
+    ip = ipv4_header(dscp=h["DSCP"], ecn=h["ECN"], ttl=h["TTL"], total_length=cfg.packet_bytes,
+                     src=cp_ip, dst=f.src_ip)
     return ip + udp + payload
+
+
+class PrivateCnmGenModel:
+    """The private CNM generator with its run-time registers
+    (:meth:`PrivateCnmConfig.register_map`): ``write`` / ``read`` as the RTL's register port
+    (a write applies before the next packet, as the RTL's between packets), ``packet`` builds
+    the next private CNM from the registers' current values."""
+
+    def __init__(self, cfg: PrivateCnmConfig):
+        self.cfg = cfg
+        self.csr = cfg.register_map().model()
+
+    def write(self, addr: int, value: int) -> None:
+        self.csr.write(addr, value)
+
+    def read(self, addr: int) -> int:
+        return self.csr.read(addr)
+
+    def regs(self) -> dict[str, int]:
+        return {name: self.csr[name] for name in self.cfg.registers()}
+
+    def packet(self, r: PrivateCnmRequest) -> bytes:
+        return build_private_cnm(self.cfg, r, self.regs())
 
 
 def _s16(v: int) -> int:
@@ -263,6 +292,7 @@ class L3qcnCpModel:
         self.cp = CpModel(cfg.cp)
         self.table = CnpQpTableModel(cfg.table_config())
         self.cnp = CnpModel(cfg.cnp)
+        self.private = PrivateCnmGenModel(cfg.private)
         self.notifications = self.no_qp = self.not_roce = 0
         # the CP's own registers (L3qcnCpConfig.register_map; the QCN CP's are in self.cp)
         self.tbl_status = self.tbl_result = 0
@@ -282,6 +312,9 @@ class L3qcnCpModel:
         if self._gen(addr):                 # GEN_*: the CNP generator's own registers
             self.cnp.write(addr - L3QCN_CP_GEN_BASE, value)
             return
+        if self._pcnm(addr):                # PCNM_*: the private CNM generator's
+            self.private.write(addr - L3QCN_CP_PCNM_BASE, value)
+            return
         hit = self.csr.write(addr, value)
         if hit is not None and hit[0].name == "TBL_CMD":
             r = self.table.table.command(
@@ -295,11 +328,18 @@ class L3qcnCpModel:
         return (self.cfg.mode == "roce"
                 and 0 <= addr - L3QCN_CP_GEN_BASE <= max(r.addr for r in regs))
 
+    def _pcnm(self, addr: int) -> bool:
+        regs = self.cfg.private.register_map().registers
+        return (self.cfg.mode == "qcn"
+                and 0 <= addr - L3QCN_CP_PCNM_BASE <= max(r.addr for r in regs))
+
     def read(self, addr: int) -> int:
         if addr < L3QCN_CP_WINDOW:
             return self.cp.read(addr)
         if self._gen(addr):
             return self.cnp.read(addr - L3QCN_CP_GEN_BASE)
+        if self._pcnm(addr):
+            return self.private.read(addr - L3QCN_CP_PCNM_BASE)
         return self.csr.read(addr)
 
     def frame(self, f: L3qcnFrame) -> bytes | None:
@@ -307,7 +347,7 @@ class L3qcnCpModel:
         if not d.cnm:
             return None
         if self.cfg.mode == "qcn":
-            pkt = build_private_cnm(self.cfg.private, PrivateCnmRequest(
+            pkt = self.private.packet(PrivateCnmRequest(
                 FiveTuple(f.src_ip, f.dst_ip, f.sport, f.dport, f.protocol), d.qntz_fb,
                 d.q_off, d.q_delta, f.prio, f.ip_len, f.sample))
         elif not f.roce:
