@@ -20,7 +20,9 @@ or the ``CC_REGS`` values, so every datapath stays in range); ``CC_REGS``: JSON 
 register name -> value, written through ``csr_w`` after the START of every flow (a DCQCN
 profile loaded at run time); ``CC_ENGINE_CONFIG``: the top's configuration as JSON, when the
 runner built a variant of the top (e.g. a smaller timer wheel); ``CC_CN_SOURCE``: ``timely`` or
-``swift``, the notifications of :func:`algo_events` (:data:`CN_SOURCES`).
+``swift``, the notifications of :func:`algo_events` (:data:`CN_SOURCES`); ``CC_HOT_START``:
+the chance per event that a hot stretch starts (default 0.002; hot stretches cost about the
+datapath's latency in cycles per event, so a long run of a deep datapath may make them rarer).
 """
 
 from __future__ import annotations
@@ -230,11 +232,14 @@ def _random_traffic(tb: FlowEngineTB, n_events: int, cn_payload=None,
     reg_writes = os.environ.get("CC_REG_WRITES", "1") == "1"
     reg_values = {**{name: reset for name, _, reset in dp.regs}, **env_regs()}
     hot, hot_left = 0, 0
+    # CC_HOT_START: the chance per event that a hot stretch starts (one flow's events, each
+    # waiting for its predecessor's update: about ``latency`` cycles apart)
+    p_hot = float(os.environ.get("CC_HOT_START") or 0.002)
     p_cn = 0.15
     for i in range(n_events):
         if i % 5000 == 0:
             p_cn = rng.choice(list(p_cn_choices))
-        if hot_left == 0 and rng.random() < 0.002:
+        if hot_left == 0 and rng.random() < p_hot:
             hot, hot_left = rng.randrange(N), rng.randint(50, 2000)
         if hot_left:
             hot_left -= 1
@@ -398,17 +403,27 @@ class SwiftEvents:
     beyond max_hops; 1-8 packets acknowledged, rarely 0 or 255), retransmission timeouts and
     fast recoveries now and then, an idle op rarely; the receive stamp advancing per flow by
     about an RTT or less, so the once-per-RTT guard both holds and lets a cut through; windows
-    from max_cwnd down through one packet into pacing."""
+    from max_cwnd down through one packet into pacing.  Congestion episodes (3-12 events of a
+    flow, started at random): fabric delays 2-5 times the target, the stamp a full RTT later
+    each time (every ACK may cut, by ``max_mdf`` at most), timeouts a third of the time: the
+    ACK increases alone keep a window above one packet (``ai n / w`` per ACK against one cut
+    per RTT), so without them a short run never reaches the paced regime (``pace`` > 0) nor
+    leaves it."""
 
     def __init__(self, tb: FlowEngineTB):
         self.rng, self.pack = tb.rng, _packer(tb.dp.cn_layout)
         self.r = {**{name: reset for name, _, reset in tb.dp.regs}, **env_regs()}
         self.fab: dict[int, int] = {}
         self.now: dict[int, int] = {}
+        self.storm: dict[int, int] = {}      # events left in a flow's congestion episode
 
     def __call__(self, f: int) -> int:
         rng, r = self.rng, self.r
         tgt = r["base_target"] + r["hop_scale"]
+        if self.storm.get(f, 0) == 0 and rng.random() < 0.03:
+            self.storm[f] = rng.randint(3, 12)
+        if self.storm.get(f, 0):
+            return self._storm(f, tgt)
         op = rng.choices([0, 1, 2, 3], [90, 4, 4, 2])[0]
         fab = self.fab.get(f, rng.randint(0, 3 * tgt))
         x = rng.random()
@@ -429,6 +444,20 @@ class SwiftEvents:
         hops = rng.choice([rng.randint(0, 20)] * 9 + [255])
         n = rng.choice([rng.randint(1, 8)] * 19 + [rng.choice([0, 255])])
         return self.pack(op=op, now=now, fabric=fab, endpoint=ep, hops=hops, num_acked=n)
+
+    def _storm(self, f: int, tgt: int) -> int:
+        """One event of a congestion episode (see the class docstring)."""
+        rng, r = self.rng, self.r
+        self.storm[f] -= 1
+        op = 1 if rng.random() < 0.3 else 0
+        fab = self.fab[f] = rng.randint(2 * tgt, 5 * tgt)
+        ep = rng.randint(0, r["endpoint_target"] * 2)
+        # the RTT the datapath measures is fabric + endpoint (sat.): a stamp that far ahead or
+        # more passes the once-per-RTT guard since the last cut
+        now = self.now[f] = (self.now.get(f, rng.getrandbits(32)) + fab + ep
+                             + rng.randint(0, tgt)) & 0xFFFFFFFF
+        return self.pack(op=op, now=now, fabric=fab, endpoint=ep, hops=rng.randint(0, 20),
+                         num_acked=rng.randint(1, 8))
 
 
 CN_SOURCES = {"timely": TimelyEvents, "swift": SwiftEvents}

@@ -392,6 +392,16 @@ class SwiftEngineConfig(BlockConfig):
         check_bool(self, "pipelined", self.pipelined)
         SwiftDatapath(self.swift, self.engine.time_width)       # validates the registers
 
+    def register_map(self, name: str = "swift_engine"):
+        """The engine's register map (:func:`hw.nic.engine_regs.engine_register_map`): the
+        datapath's registers (reset: ``swift``'s values), the engine's counters, the header
+        and the per-flow windows."""
+        from .engine_regs import engine_register_map
+        return engine_register_map(
+            name, SwiftDatapath(self.swift, self.engine.time_width, pipelined=self.pipelined),
+            "SWFE", f"Swift window engine, {self.engine.n_flows} flows",
+            flows=self.engine.n_flows)
+
     @classmethod
     def for_flows(cls, n_flows: int, **swift) -> SwiftEngineConfig:
         engine = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=SWIFT_PIPE_LATENCY + 4)
@@ -399,11 +409,14 @@ class SwiftEngineConfig(BlockConfig):
 
 
 def swift_engine(config: SwiftEngineConfig | None = None):
-    """The engine top: :class:`FlowEngine` around a :class:`SwiftDatapath`."""
+    """The engine top: :class:`FlowEngine` around a :class:`SwiftDatapath`, with the register
+    map's header and per-flow windows (:class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = SwiftEngineConfig() if config is None else config
-    return FlowEngine(cfg.engine, SwiftDatapath(cfg.swift, cfg.engine.time_width,
-                                                pipelined=cfg.pipelined))
+    return EngineRegs(FlowEngine(cfg.engine, SwiftDatapath(cfg.swift, cfg.engine.time_width,
+                                                           pipelined=cfg.pipelined)),
+                      cfg.register_map())
 
 
 def SwiftDatapathTop(config: SwiftConfig, time_width: int = 26, pipelined: bool = True):

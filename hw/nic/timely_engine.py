@@ -361,6 +361,16 @@ class TimelyEngineConfig(BlockConfig):
         check_bool(self, "pipelined", self.pipelined)
         TimelyDatapath(self.timely, self.engine.time_width)      # validates the registers
 
+    def register_map(self, name: str = "timely_engine"):
+        """The engine's register map (:func:`hw.nic.engine_regs.engine_register_map`): the
+        datapath's registers (reset: ``timely``'s values), the engine's counters, the header
+        and the per-flow windows (``rtt_diff``, 33 bits at rtt_width 24, is two words)."""
+        from .engine_regs import engine_register_map
+        return engine_register_map(
+            name, TimelyDatapath(self.timely, self.engine.time_width, pipelined=self.pipelined),
+            "TMLE", f"TIMELY rate engine, {self.engine.n_flows} flows",
+            flows=self.engine.n_flows)
+
     @classmethod
     def for_flows(cls, n_flows: int, **timely) -> TimelyEngineConfig:
         lat = TIMELY_PIPE_LATENCY
@@ -369,11 +379,14 @@ class TimelyEngineConfig(BlockConfig):
 
 
 def timely_engine(config: TimelyEngineConfig | None = None):
-    """The engine top: :class:`FlowEngine` around a :class:`TimelyDatapath`."""
+    """The engine top: :class:`FlowEngine` around a :class:`TimelyDatapath`, with the register
+    map's header and per-flow windows (:class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = TimelyEngineConfig.for_flows(1024) if config is None else config
-    return FlowEngine(cfg.engine, TimelyDatapath(cfg.timely, cfg.engine.time_width,
-                                                 pipelined=cfg.pipelined))
+    return EngineRegs(FlowEngine(cfg.engine, TimelyDatapath(cfg.timely, cfg.engine.time_width,
+                                                            pipelined=cfg.pipelined)),
+                      cfg.register_map())
 
 
 def TimelyDatapathTop(config: TimelyConfig, time_width: int = 26, pipelined: bool = True):
