@@ -6,9 +6,11 @@ testbench (:class:`cocotb_tests.flow_engine_tb.FlowEngineTB`: every input's read
 ``rate`` (grant) and ``rd`` record, ``csr_rdata`` compared every cycle) and adds a NIC: half of
 the flows are in byte mode, and every grant of such a flow taken from ``rate`` is answered with
 a size report on ``tx`` (ahead of the other tx events), as the NIC would report the size of the
-packet it sent.  Random traffic: packet enqueues on hot flows (the same flow for long stretches)
-and over every flow, interval changes (``cn``), READs, rewrites of the ``burst`` register and
-random back-pressure on the grant stream (``rate.ready``) and on ``rd``.  At the end every
+packet it sent (in a byte-mode build, ``PacerConfig.byte_mode``; the default ``pacer_1k`` is a
+packet-only build: every flow paces packets).  Random traffic: packet enqueues on hot flows (the
+same flow for long stretches) and over every flow, pulls (empty ``tx``: work-conserving mode),
+interval changes (``cn``), READs, rewrites of the ``burst`` and ``wc`` registers and random
+back-pressure on the grant stream (``rate.ready``) and on ``rd``.  At the end every
 packet enqueued must have been granted exactly once (speed-ups and reports drain the flows),
 every flow is READ and every counter read back.
 
@@ -30,7 +32,7 @@ from hw.nic.flow_datapath import CtlOp
 #: state field numbers of the pacer (ctl WRITE)
 IVAL, BYTES = 4, 5
 #: register addresses
-REG_BURST = 1
+REG_BURST, REG_WC = 1, 2
 
 
 class PacerTB(FlowEngineTB):
@@ -93,6 +95,10 @@ def queue_traffic(tb: PacerTB, n_events: int) -> list[int]:
         elif x < 0.1405:
             tb.queues["csr_w"].append((REG_BURST, rng.choice([0, 5, 100, 2000,
                                                               tb.pc.burst_max])))
+        elif x < 0.141:
+            tb.queues["csr_w"].append((REG_WC, rng.randrange(2)))
+        elif x < 0.19:
+            tb.queues["tx"].append((f, 0))               # a pull (work-conserving mode)
         else:
             k = rng.randint(1, 4)
             enq[f] += k
@@ -102,14 +108,15 @@ def queue_traffic(tb: PacerTB, n_events: int) -> list[int]:
 
 @cocotb.test()
 async def random_grants(dut):
-    """START every flow (odd flows in byte mode), random traffic with hot flows and
-    back-pressure, every output compared every cycle; then every packet granted exactly once,
-    every flow READ, every counter read back, the wheel never overflowed."""
+    """START every flow (odd flows in byte mode in a byte-mode build), random traffic with hot
+    flows, pulls and back-pressure, every output compared every cycle; then every packet
+    granted exactly once, every flow READ, every counter read back, the wheel never
+    overflowed."""
     tb = PacerTB(dut, env_seed(1))
     n_events = env_count("CC_EVENTS", 3000)
     N = tb.cfg.n_flows
     await tb.start()
-    tb.byte_flows = set(range(1, N, 2))
+    tb.byte_flows = set(range(1, N, 2)) if tb.pc.byte_mode else set()
     for f in range(N):
         tb.queues["ctl"].append((f, CtlOp.START, 0, 0))
         tb.queues["ctl"].append((f, CtlOp.WRITE, IVAL, tb.interval(f)))

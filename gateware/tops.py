@@ -152,6 +152,11 @@ def _pacer(cfg):
     return pacer_engine(cfg)
 
 
+def _pacer_bytes_config():
+    from hw.nic.pacer_config import PacerConfig
+    return PacerConfig(engine=FlowEngineConfig(n_flows=1024), byte_mode=True)
+
+
 def _pacer_datapath(cfg):
     from hw.nic.flow_datapath import DatapathTop
     from hw.nic.pacer import PacerDatapath
@@ -382,8 +387,11 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     Top("pacer_1k", _pacer_config(), _pacer,
         "multi-flow pacer, 1024 flows in block RAM, one grant per clock", default=False),
     Top("pacer_datapath", _pacer_config(), _pacer_datapath,
-        "pacer datapath alone (one-cycle update, byte-mode multiplier), registered inputs "
+        "pacer datapath alone, packet-only build (one-cycle update), registered inputs "
         "and outputs", default=False),
+    Top("pacer_datapath_bytes", _pacer_bytes_config(), _pacer_datapath,
+        "pacer datapath alone, byte-mode build (latency 2: the multiplier's own cycle), "
+        "registered inputs and outputs", default=False),
     # LDCP for many flows: the engine with the PAWA window + sub-1 release datapath
     # (docs/ldcp-window.md, "Many flows").
     Top("ldcp_engine_1k", _ldcp_engine_config(), _ldcp_engine,

@@ -1,15 +1,19 @@
 """The multi-flow pacer (hw/nic/pacer.py) inside the multi-flow engine.
 
 - A Python-only run of the cycle-accurate MODEL (sim/models/pacer.py in FlowEngineModel) for
-  >= 10^6 grants against the exact rational schedule (``fractions.Fraction``): every grant of
-  lateness 0 is at ``ceil(t0 + k x I)``, every other one is late by exactly what the engine's
-  counters say, and lateness does not accumulate (no drift).
+  >= 2 x 10^5 grants (10^6 with ``CC_LONG=1``) against the exact rational schedule
+  (``fractions.Fraction``): every grant of lateness 0 is at ``ceil(t0 + k x I)``, every other
+  one is late by exactly what the engine's counters say, and lateness does not accumulate (no
+  drift).
 - Amaranth simulation, RTL against the model every output every cycle (the engine's
   ``Harness``), with expected values derived by hand: all flows due in one slot, a rate change
   while queued, the slowest and fastest intervals, the wheel wrap, back-pressure on the grant
   stream, random traffic with hot flows; the burst cap (grant times derived by hand for
   burst 0, 30, 5 and the maximum); byte mode (a directed run with hand-derived grant times,
-  random traffic mixing byte and packet flows with size reports and burst rewrites).
+  random traffic mixing byte and packet flows with size reports and burst rewrites); the
+  work-conserving mode (pulls: directed runs with hand-derived grant times in packet and byte
+  mode, and pulls with ``wc`` toggled in both random runs).  Byte-mode tests build a byte-mode
+  pacer (``PacerConfig.byte_mode``, datapath latency 2), the others the packet-only default.
 - Byte mode, model only: >= 10^5 grants (10^6 with ``CC_PACER_LONG=1`` or ``CC_LONG=1``)
   against the exact Fraction schedule of the sizes reported, no drift.
 
@@ -36,11 +40,13 @@ from sim.models.pacer import GrantLog, PacerDatapathModel, ideal_time, ideal_tim
 from tests.test_flow_engine import SEED, Harness
 
 LONG = os.environ.get("CC_PACER_LONG", "0") == "1"
+#: the suite's long-run knob (the 10^6-grant runs)
+CC_LONG = os.environ.get("CC_LONG", "0") not in ("", "0")
 F = 16
 #: state field numbers (ctl WRITE)
 GRANTS, BACKLOG, ARMED, NEXT, IVAL, BYTES, WAIT, LAST = range(8)
 #: register addresses
-REG_IVAL_INIT, REG_BURST, REG_BYTES_INIT = range(3)
+REG_IVAL_INIT, REG_BURST, REG_WC, REG_BYTES_INIT = range(4)
 #: tx payload: {count (8 bits), size (the rest)}
 COUNT_BITS = 8
 
@@ -60,12 +66,14 @@ def biased(t: int) -> int:
     return (t << F) | ((1 << F) - 1)
 
 
-def small(time_width=12, ival_int_bits=10, **kw) -> PacerConfig:
+def small(time_width=12, ival_int_bits=10, byte_mode=False, **kw) -> PacerConfig:
+    # (the engine's output FIFO needs a place per pipeline stage: 5 at datapath latency 1, 6 at
+    # the byte mode's 2)
     eng = dict(n_flows=16, time_width=time_width, wheel_horizon=256, wheel_slots=512,
-               out_fifo_depth=5)
+               out_fifo_depth=6 if byte_mode else 5)
     eng.update(kw)
     return PacerConfig(engine=FlowEngineConfig(**eng), ival_int_bits=ival_int_bits,
-                       frac_bits=F)
+                       frac_bits=F, byte_mode=byte_mode)
 
 
 def tiny() -> PacerConfig:
@@ -80,8 +88,9 @@ def harness(cfg=None, seed=SEED) -> Harness:
 
 def grants_of(h: Harness, flow: int) -> list[tuple[int, int]]:
     """(grant cycle, grant number) of a flow, from the rate records taken (rate always ready:
-    a record taken at c is the grant issued at c - 4)."""
-    return [(c - 4, v) for c, f, v in h.rates if f == flow and v]
+    a record taken at c is the grant issued at c - 4, c - 5 in a byte-mode build)."""
+    lat = 3 + h.dp.latency
+    return [(c - lat, v) for c, f, v in h.rates if f == flow and v]
 
 
 # -- configuration ----------------------------------------------------------------------------
@@ -97,7 +106,24 @@ def test_config_errors():
         PacerConfig(engine=None)
     with pytest.raises(ConfigError, match="size_width"):
         PacerConfig(size_width=17)
-    cfg = PacerConfig()
+    with pytest.raises(ConfigError, match="byte_mode"):
+        PacerConfig(byte_mode=1)                     # a bool, not an int
+    # a packet-only build (the default): no size in a tx payload, no byte-mode interval, no
+    # byte-mode fields or register
+    pk = PacerConfig()
+    assert pk.byte_mode is False and pk.tx_width == 8
+    with pytest.raises(ConfigError, match="size"):
+        pk.tx_payload(1, 64)
+    assert pk.tx_payload(3) == 3
+    with pytest.raises(ConfigError, match="byte_mode"):
+        pk.byte_interval_for(10e9)
+    assert pk.state_bits() == 16 + 16 + 1 + 42 + 40
+    dp = PacerDatapath(pk)
+    assert [n for n, _ in dp.state_layout] == ["grants", "backlog", "armed", "next", "ival"]
+    assert [r[0] for r in dp.regs] == ["ival_init", "burst", "wc"]
+    cfg = PacerConfig(byte_mode=True)
+    assert cfg.tx_width == 22
+    assert [r[0] for r in PacerDatapath(cfg).regs] == ["ival_init", "burst", "wc", "bytes_init"]
     with pytest.raises(ConfigError, match="size"):
         cfg.tx_payload(1, 1 << 14)
     assert cfg.tx_payload(3, 1500) == 3 | 1500 << 8
@@ -141,7 +167,9 @@ def run_model_schedule(intervals, grants_wanted, *, time_width=18, ival_int_bits
     first_tx: dict[int, int] = {}
     started = False
     total = 0
-    while total < grants_wanted:
+    # the counters count a grant at its write-back (issue + 3), the log at its output (+ 4):
+    # without prefill (below one grant per clock) the run ends when they cover the same grants
+    while total < grants_wanted or (prefill is None and m.counters["expiries"] != total):
         c = m.cycle
         if started and not tx and c % 64 == 0 and prefill is None:
             tx = [(f, 250) for f in range(n) if m.flows[f].algo["backlog"] < 1000]
@@ -162,15 +190,20 @@ def run_model_schedule(intervals, grants_wanted, *, time_width=18, ival_int_bits
 
 
 def test_model_million_grants_no_drift():
-    """>= 10^6 grants (4 x with CC_PACER_LONG): 8 fast flows (9.25 ... 15.3 cycles, fractions
-    that are not short binary numbers; 0.71 grants per clock together), two slow ones beyond
-    the wheel horizon (parked), time wrapping every 2^18 cycles.  Every grant k of a flow is at
+    """>= 2 x 10^5 grants by default (10^6 with ``CC_LONG=1``, 4 x 10^6 with
+    ``CC_PACER_LONG=1``; the full 10^6 is 23 s of CPU, over the suite's budget).  2 x 10^5
+    grants are ~280,000 cycles: the time (W = 18) still wraps once and the no-drift check below
+    still compares the first and the last tenth (2 x 10^4 grants each).  8 fast flows (9.25
+    ... 15.3 cycles, fractions that are not short binary numbers; 0.71 grants per clock
+    together), two slow ones beyond the wheel horizon (parked), time wrapping every 2^18
+    cycles.  Every grant k of a flow is at
     ceil(t0 + k I) + late_k with late_k >= 0; sum and max of late_k equal the engine's
     counters; the lateness-0 grants equal the rounded ideal time exactly; the lateness does not
     grow over the run."""
     intervals = [q(9.25), q(9.5) + 13, q(10.1), q(10.7) + 1, q(11.3), q(12.05), q(13.9),
                  q(15.3), q(5000.123), q(65535.999)]
-    want = 4_000_000 if LONG else 1_000_000
+    want = 4_000_000 if LONG else 1_000_000 if CC_LONG else 200_000
+    print(f"{want} grants wanted (CC_LONG={int(CC_LONG)}, CC_PACER_LONG={int(LONG)})")
     m, log, first_tx = run_model_schedule(intervals, want)
     lates = []
     for f, iv in enumerate(intervals):
@@ -396,10 +429,10 @@ def test_backpressure_on_grants():
 
 
 def test_random_traffic_hot_flows():
-    """Random TX (1 ... 4 packets), CN (intervals 7 ... 120 cycles with fractions), READs,
-    interval register writes, with hot flows and random back-pressure on rate and rd, then
-    every flow sped up to 8 cycles to drain: every output every cycle equals the model's, and
-    every packet enqueued is granted exactly once."""
+    """Random TX (1 ... 4 packets), pulls (empty TX), CN (intervals 7 ... 120 cycles with
+    fractions), READs, interval register writes, work-conserving on/off, with hot flows and
+    random back-pressure on rate and rd, then every flow sped up to 8 cycles to drain: every
+    output every cycle equals the model's, and every packet enqueued is granted exactly once."""
     rng = random.Random(SEED)
     h = harness(seed=SEED)
     h.p_valid = {"tx": 0.6, "cn": 0.3, "ctl": 0.2, "csr_w": 0.05}
@@ -425,6 +458,10 @@ def test_random_traffic_hot_flows():
                 h.queues["ctl"].append((rng.randrange(16), CtlOp.READ, 0, 0))
             if rng.random() < 0.01:
                 h.queues["csr_w"].append((0, rng.randrange(7 << F, 200 << F)))
+            if rng.random() < 0.1:                       # a pull (work-conserving mode)
+                h.queues["tx"].append((rng.randrange(16), 0))
+            if rng.random() < 0.02:
+                h.queues["csr_w"].append((REG_WC, rng.randrange(2)))
         await h.drain(ctx)
         h.queues["cn"] += [(f, q(8)) for f in range(16)]
         for _ in range(200):
@@ -525,7 +562,7 @@ def test_byte_mode_directed():
     - a report 64 B (16 cycles: t0 + 136) that comes at r > t0 + 136: grant 4 at once (late,
       the grid kept); report 8 B (t0 + 138, past): grant 5 at once;
     - report 10 B with nothing left: no credit; a TX of 1 packet later: granted at once."""
-    h = harness()
+    h = harness(small(byte_mode=True))
     F4 = 4
 
     async def body(ctx):
@@ -572,7 +609,7 @@ def run_model_bytes(n_flows, grants_wanted, seed):
     rng = random.Random(seed)
     cfg = PacerConfig(engine=FlowEngineConfig(n_flows=n_flows, time_width=18,
                                               wheel_horizon=4096, wheel_slots=8192),
-                      ival_int_bits=16, frac_bits=F)
+                      ival_int_bits=16, frac_bits=F, byte_mode=True)
     m = FlowEngineModel(cfg.engine, PacerDatapathModel(PacerDatapath(cfg)))
     m.log_issue = False
     log = GrantLog(m)
@@ -651,11 +688,12 @@ def test_model_bytes_no_drift():
 def test_random_bytes_and_burst():
     """Random traffic over 16 flows, half of them in byte mode (the other half packets): TX
     with packet counts and size reports at random times (a report only counts while its flow
-    waits for one), CNs, READs, random WRITEs of the burst register and back-pressure on rate
+    waits for one; an empty one is a pull), CNs, READs, random WRITEs of the burst and wc
+    registers and back-pressure on rate
     and rd; every output every cycle equals the model's; then reports and speed-ups until
     every packet enqueued has been granted exactly once."""
     rng = random.Random(SEED + 7)
-    h = harness(seed=SEED + 7)
+    h = harness(small(byte_mode=True), seed=SEED + 7)
     h.p_valid = {"tx": 0.6, "cn": 0.3, "ctl": 0.2, "csr_w": 0.05}
     h.p_rate_ready, h.p_rd_ready = 0.7, 0.5
     n = 1500 if LONG else 150
@@ -687,6 +725,8 @@ def test_random_bytes_and_burst():
                 h.queues["ctl"].append((rng.randrange(16), CtlOp.READ, 0, 0))
             if rng.random() < 0.03:
                 h.queues["csr_w"].append((REG_BURST, rng.choice([0, 3, 40, 300, 2047])))
+            if rng.random() < 0.03:       # work-conserving on/off (k = 0, size 0: a pull)
+                h.queues["csr_w"].append((REG_WC, rng.randrange(2)))
         await h.drain(ctx)
         h.queues["csr_w"].append((REG_BURST, 2047))
         for f in range(16):
@@ -704,3 +744,90 @@ def test_random_bytes_and_burst():
     assert h.model.wheel.out.overflow_count == 0
     print(f"seed {SEED}: {h.cycle} cycles, {sum(enq)} grants, late_max "
           f"{h.model.counters['late_max']}")
+
+
+# -- work-conserving mode -------------------------------------------------------------------------
+
+def test_work_conserving_packets():
+    """One flow at 20 cycles per packet, 5 packets; by hand (t0: the TX that arms it, a_i the
+    cycles the pulls - empty TX events - are issued, from ``taken``):
+
+    - grant 0 at t0 (armed: at once), next t0 + 20;
+    - pull a0 (t0 < a0 < t0 + 20) with wc = 0: nothing; grant 1 at t0 + 20, next t0 + 40;
+    - wc := 1; pull a1 (t0 + 20 < a1 < t0 + 40): an early grant 2 at a1, the grid restarted:
+      next a1 + 20 (NOT t0 + 60: no credit, no debt); grant 3 at a1 + 20 (on time), next
+      a1 + 40;
+    - pull a2 (a1 + 20 < a2 < a1 + 40): early grant 4 at a2 (the last packet), next a2 + 20;
+    - pull a3 with no backlog: nothing; a TX of 3 packets at x < a2 + 20: grants at a2 + 20,
+      a2 + 40, a2 + 60 (no burst after the early grants)."""
+    h = harness()
+    F3 = 3
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all([F3])
+        h.queues["ctl"].append((F3, CtlOp.WRITE, IVAL, q(20)))
+        await h.drain(ctx)
+        await h.run(ctx, 10)
+        h.queues["tx"].append((F3, 5))
+        await h.run(ctx, 8)
+        h.queues["tx"].append((F3, 0))                   # a0, wc = 0
+        await h.run(ctx, 20)                             # ~t0 + 28
+        h.queues["csr_w"].append((REG_WC, 1))
+        await h.run(ctx, 2)
+        h.queues["tx"].append((F3, 0))                   # a1
+        await h.run(ctx, 25)                             # ~a1 + 25
+        h.queues["tx"].append((F3, 0))                   # a2
+        await h.run(ctx, 4)
+        h.queues["tx"].append((F3, 0))                   # a3: no backlog
+        await h.run(ctx, 4)
+        h.queues["tx"].append((F3, 3))                   # x
+        await h.run(ctx, 80)
+        h.late_sum = await h.read_counter(ctx, "late_sum")
+    h.simulate(body)
+    g = [c for c, _ in grants_of(h, F3)]
+    t0, a0, a1, a2, a3, x = h.taken["tx"]
+    assert t0 < a0 < t0 + 20 < a1 < t0 + 40 and a1 + 20 < a2 < a1 + 40 and a3 < x < a2 + 20
+    assert g == [t0, t0 + 20, a1, a1 + 20, a2, a2 + 20, a2 + 40, a2 + 60], \
+        [c - t0 for c in g]
+    assert h.late_sum == 0
+    assert h.model.flows[F3].algo["backlog"] == 0
+
+
+def test_work_conserving_bytes():
+    """Byte mode and pulls: one flow at 0.5 cycles per byte, 4 packets, wc = 1; by hand:
+
+    - grant 0 at t0; a pull a0 while the flow waits for its size report: nothing;
+    - report 100 B at r0 (< t0 + 50): grant 1 at t0 + 50;
+    - report 40 B (next t0 + 70), then a pull a1 < t0 + 70: early grant 2 at a1, the grid
+      restarted at a1 and waiting for the size;
+    - report 60 B at r2 < a1 + 30 - 8 (8: a deadline written at r2 can pop 8 cycles later at
+      the earliest in a byte-mode build): grant 3 at a1 + 30 (a1 + 60 x 0.5)."""
+    h = harness(small(byte_mode=True))
+    F5 = 5
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all([F5])
+        h.queues["ctl"] += [(F5, CtlOp.WRITE, BYTES, 1), (F5, CtlOp.WRITE, IVAL, q(0.5))]
+        h.queues["csr_w"].append((REG_WC, 1))
+        await h.drain(ctx)
+        await h.run(ctx, 10)
+        h.queues["tx"].append((F5, 4))                   # t0
+        await h.run(ctx, 6)
+        h.queues["tx"].append((F5, 0))                   # a0: waiting, nothing
+        await h.run(ctx, 6)
+        h.queues["tx"].append((F5, report(100)))         # r0
+        await h.run(ctx, 50)                             # ~t0 + 62
+        h.queues["tx"].append((F5, report(40)))          # r1
+        await h.run(ctx, 3)
+        h.queues["tx"].append((F5, 0))                   # a1
+        await h.run(ctx, 4)
+        h.queues["tx"].append((F5, report(60)))          # r2
+        await h.run(ctx, 60)
+    h.simulate(body)
+    g = [c for c, _ in grants_of(h, F5)]
+    t0, a0, r0, r1, a1, r2 = h.taken["tx"]
+    assert t0 + 50 < r1 < a1 < t0 + 70 and a1 < r2 < a1 + 30 - 8 and r0 < t0 + 50
+    assert g == [t0, t0 + 50, a1, a1 + 30], [c - t0 for c in g]
+    assert h.model.flows[F5].algo["last"] == 60

@@ -12,6 +12,9 @@ Per flow (``state_layout``, in this order, which is also the order of ``ctl`` WR
   ``1 - 2**-F`` so that its integer part ``next[F:]`` is the ideal time rounded UP (a grant is
   never earlier than its ideal time);
 - ``ival`` (UQ.F cycles): the inter-packet interval (per byte in byte mode);
+
+and in a byte-mode build only (``PacerConfig.byte_mode``):
+
 - ``bytes``: byte mode (the NIC reports each granted packet's size, charged ``size x ival``);
 - ``wait``: a byte-mode grant waits for that report (the flow has no deadline meanwhile);
 - ``last``: the size of the last packet charged (byte mode; a CN rescales its charge).
@@ -32,7 +35,11 @@ event):
    to ``max(next + d, t)`` with d = new - old (packet mode) or last x (new - old) (byte mode,
    not waiting): the new interval counts from the previous grant;
 3. if the event (2) made the flow due at ``t`` and (1) did not grant, a GRANT now (capped and
-   charged as in 1; at most one grant per event).
+   charged as in 1; at most one grant per event);
+4. work-conserving: a PULL (an empty ``tx``: no packets, no size) with register ``wc`` set, of
+   a flow that is armed, not waiting, backlogged and not due: a GRANT now that restarts the
+   flow's grid at ``t`` (packet mode next := t + ival, biased; byte mode next := t, wait := 1);
+   its lateness is 0.
 
 ``wake`` = ``next[F:]`` while armed and not waiting.  ``expired``/``late`` are the grants and
 their lateness (``t - next[F:]``, before the cap), so the engine's counters measure the pacing
@@ -41,7 +48,7 @@ error.  docs/pacer.md has the rules, the burst allowance, fairness and the measu
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib import data
 
 from ..lib.arith import named_wire
@@ -52,16 +59,21 @@ __all__ = ["PacerDatapath", "pacer_engine"]
 
 
 class PacerDatapath(FlowDatapath):
-    """The pacer's per-flow update (one clock, ``latency = 1``).
+    """The pacer's per-flow update.
 
+    Parameters: ``config``, a :class:`PacerConfig` (``byte_mode`` chooses the build).
     Registers: ``ival_init`` (the interval START/RESET load, UQ.F, at most 32 bits), ``burst``
-    (cycles, ``PacerConfig.burst_width`` bits, reset the maximum = no cap), ``bytes_init`` (the
-    START/RESET load of the per-flow ``bytes`` bit, reset 0 = packet mode).
+    (cycles, ``PacerConfig.burst_width`` bits, reset the maximum = no cap), ``wc`` (1:
+    work-conserving, an empty ``tx`` event pulls a grant; reset 0) and, in a byte-mode
+    build only, ``bytes_init`` (the START/RESET load of the per-flow ``bytes`` bit, reset 0 =
+    packet mode).
     ``tx`` events carry ``{count, size}`` (``tx_bytes_width = count_width + size_width``:
-    packets enqueued, and the bytes of the packet sent for the last grant, 0 = no report);
-    ``cn`` events carry ``{ival}`` (a new interval).
-    Latency 1 (the engine's modify stage); one event per clock.  Byte mode adds one
-    ``size_width x (W + F)`` multiplier to the update (on its longest path).
+    packets enqueued, and the bytes of the packet sent for the last grant, 0 = no report;
+    ``{count}`` alone in a packet-only build); ``cn`` events carry ``{ival}`` (a new interval).
+    Latency: packet-only build 1 (the engine's one-cycle modify stage: one event per clock,
+    same-flow events back to back); byte-mode build 2 (the ``size_width x (W + F)``
+    multiplier has the first modify cycle to itself: one event per clock across flows, the
+    engine keeps two events of ONE flow at least 2 cycles apart).
     """
 
     name = "pacer"
@@ -69,29 +81,38 @@ class PacerDatapath(FlowDatapath):
 
     def __init__(self, config: PacerConfig | None = None):
         self.config = cfg = PacerConfig() if config is None else config
+        # byte mode: a modify cycle of its own for the multiplier (see build)
+        self.latency = 2 if cfg.byte_mode else 1
         self.time_width = cfg.engine.time_width
         self.frac_bits = cfg.frac_bits
         # fields 0 ... 4 as before the byte mode (their ctl WRITE numbers are unchanged)
-        self.state_layout = data.StructLayout({
+        fields = {
             "grants": cfg.grant_width,
             "backlog": cfg.backlog_width,
             "armed": 1,
             "next": cfg.next_width,
             "ival": cfg.ival_width,
-            "bytes": 1,
-            "wait": 1,
-            "last": cfg.size_width,
-        })
+        }
+        if cfg.byte_mode:
+            # fields 5 ... 7 and register 3 exist in byte-mode builds only (their numbers are
+            # after the packet-mode ones: a packet build's numbering is a prefix of a byte
+            # build's)
+            fields.update({"bytes": 1, "wait": 1, "last": cfg.size_width})
+        self.state_layout = data.StructLayout(fields)
         self.cn_layout = data.StructLayout({"ival": cfg.ival_width})
         self.tx_bytes_width = cfg.tx_width
         self.rate_field = "grants"
         self.regs = [("ival_init", cfg.init_reg_width, min(100 << cfg.frac_bits,
                                                           (1 << cfg.init_reg_width) - 1)),
                      ("burst", cfg.burst_width, cfg.burst_max),
-                     ("bytes_init", 1, 0)]
+                     ("wc", 1, 0)]
+        if cfg.byte_mode:
+            self.regs.append(("bytes_init", 1, 0))
 
     def init_state(self, regs) -> dict:
-        return {"ival": regs.ival_init, "bytes": regs.bytes_init}
+        if self.config.byte_mode:
+            return {"ival": regs.ival_init, "bytes": regs.bytes_init}
+        return {"ival": regs.ival_init}
 
     def pre(self, m, *, kind, tx_bytes, cn, t, regs) -> dict:
         # t as a biased deadline: t + 1 - 2**-F (fraction all ones); t - burst, the earliest
@@ -100,10 +121,51 @@ class PacerDatapath(FlowDatapath):
         return {"tb": Cat(Const((1 << F) - 1, F), t), "tmb": (t - regs.burst)[:W]}
 
     def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre, valid=None) -> DatapathOut:
+        cfg = self.config
+        if not cfg.byte_mode:
+            return self._update(m, state, kind, tx_bytes, cn, t, regs, pre, None)
+        # Byte mode, latency 2: the first cycle only multiplies, the second is the packet-mode
+        # update plus an adder.  The product is the report's charge size x ival or a byte-mode
+        # CN's move of the pending deadline last x (new - old) (mod 2**NW: the difference may
+        # be negative); it depends on the event and on the flow's stored ival / last, which
+        # the engine's RAM delivers in the first modify cycle at the earliest, so it cannot be
+        # computed before the modify stage: it gets a modify cycle of its own instead, and the
+        # engine keeps two events of one flow at least two cycles apart (exact, no forwarding
+        # of a half-done update is needed).  Its operands are selected by the event's kind (a
+        # register), not by a decode of the state: only a report (a TX) or a CN uses it.
+        NW = cfg.next_width
+        size = tx_bytes[cfg.count_width:cfg.tx_width]
+        is_tx = kind == EventKind.TX
+        mul_a = named_wire(m, "pc_mul_a", Mux(is_tx, size, state.last), width=cfg.size_width)
+        # (new - old is signed: the assignment to an NW-bit wire sign-extends it)
+        diff = named_wire(m, "pc_mdiff", cn.ival - state.ival, width=NW)
+        mul_b = named_wire(m, "pc_mul_b", Mux(is_tx, state.ival, diff), width=NW)
+        prod = Signal(NW, name="pc_prod")
+        m.d.sync += prod.eq((mul_a * mul_b)[:NW])
+
+        def reg(value, shape, name):
+            r = Signal(shape, name=name)
+            m.d.sync += r.eq(value)
+            return r
+        pre2 = {name: reg(v, Value.cast(v).shape(), f"pc_pre_{name}") for name, v in pre.items()}
+        return self._update(m, reg(state, self.state_layout, "pc_s2"),
+                            reg(kind, EventKind, "pc_kind2"),
+                            reg(tx_bytes, len(Value.cast(tx_bytes)), "pc_tx2"),
+                            reg(cn, self.cn_layout, "pc_cn2"),
+                            reg(t, len(Value.cast(t)), "pc_t2"), regs, pre2, prod)
+
+    def _update(self, m, state, kind, tx_bytes, cn, t, regs, pre, prod) -> DatapathOut:
+        """The update (one cycle); ``prod`` the byte mode's registered product (None in a
+        packet-only build)."""
         W, F = self.time_width, self.frac_bits
         cfg = self.config
         NW = cfg.next_width
         s = state
+        B = cfg.byte_mode
+        # a packet-only build (byte_mode off) has no byte-mode fields: they read as constant 0
+        # here, and the multiplier and its candidate are not built at all (below)
+        s_bytes = s.bytes if B else Const(0, 1)
+        s_wait = s.wait if B else Const(0, 1)
         tb, tmb = pre["tb"], pre["tmb"]
         bl_max = (1 << cfg.backlog_width) - 1
 
@@ -117,7 +179,7 @@ class PacerDatapath(FlowDatapath):
 
         # 1. the due timer, as of its deadline (a byte-mode flow waiting for the size of its
         # last packet has no deadline yet)
-        due = named_wire(m, "pc_due", s.armed & ~s.wait & time_le(s.next[F:], t, W))
+        due = named_wire(m, "pc_due", s.armed & ~s_wait & time_le(s.next[F:], t, W))
         has = s.backlog != 0
         g1 = named_wire(m, "pc_g1", due & has)
         bl1 = named_wire(m, "pc_bl1", s.backlog - g1, width=cfg.backlog_width)
@@ -125,44 +187,41 @@ class PacerDatapath(FlowDatapath):
         base1 = capped(s.next, "pc_base1")
         # packet mode: the next deadline now; byte mode: charged when the size is reported
         next1 = named_wire(m, "pc_next1",
-                           Mux(g1, Mux(s.bytes, base1, (base1 + s.ival)[:NW]), s.next),
+                           Mux(g1, Mux(s_bytes, base1, (base1 + s.ival)[:NW]), s.next),
                            width=NW)
-        wait1 = named_wire(m, "pc_wait1", s.wait | (g1 & s.bytes))
+        wait1 = named_wire(m, "pc_wait1", s_wait | (g1 & s_bytes))
 
         # 2. the event
         is_tx = kind == EventKind.TX
         is_cn = kind == EventKind.CN
         n = tx_bytes[:cfg.count_width]
-        size = tx_bytes[cfg.count_width:cfg.tx_width]
         total = bl1 + n
         bl2 = named_wire(m, "pc_bl2", Mux(is_tx, Mux(total > bl_max, bl_max, total), bl1),
                          width=cfg.backlog_width)
         future1 = ~time_le(next1[F:], t, W)
         # (a flow waiting for a size report keeps its pending charge: not re-armed)
         arm = named_wire(m, "pc_arm", is_tx & (bl1 == 0) & (n != 0) & ~wait1)
-        # a size report for the last grant of a byte-mode flow (step 1 did not grant: the flow
-        # was waiting)
-        report = named_wire(m, "pc_report", is_tx & s.bytes & s.wait & (size != 0))
-        # One multiplier: the report's charge size x ival, or a byte-mode CN's move of the
-        # pending deadline, last x (new - old) (mod 2**NW: the difference may be negative).
-        # Its operands are selected by the event's kind (a register), not by `report` (a
-        # decode of the state): the product is used only by a report (a TX) or a CN.
-        mul_a = named_wire(m, "pc_mul_a", Mux(is_tx, size, s.last), width=cfg.size_width)
         # (new - old is signed: the assignment to an NW-bit wire sign-extends it)
         diff = named_wire(m, "pc_diff", cn.ival - s.ival, width=NW)
-        mul_b = named_wire(m, "pc_mul_b", Mux(is_tx, s.ival, diff), width=NW)
-        prod = named_wire(m, "pc_prod", (mul_a * mul_b)[:NW], width=NW)
-        # where the product is used (byte mode: a report, a CN) step 1 did not grant (the flow
-        # waited, or its grant made it wait and the CN does not move it), so next1 = s.next:
-        # the product is added to the stored deadline, not behind step 1's adder; both
-        # candidates and their compares in parallel
-        use_prod = s.bytes
-        cand_b = named_wire(m, "pc_cand_b", (s.next + prod)[:NW], width=NW)
         cand_p = named_wire(m, "pc_cand_p", (next1 + diff)[:NW], width=NW)
-        cand = named_wire(m, "pc_cand", Mux(use_prod, cand_b, cand_p), width=NW)
-        cand_future = named_wire(m, "pc_cand_future",
-                                 Mux(use_prod, ~time_le(cand_b[F:], t, W),
-                                     ~time_le(cand_p[F:], t, W)))
+        future_p = ~time_le(cand_p[F:], t, W)
+        if B:
+            size = tx_bytes[cfg.count_width:cfg.tx_width]
+            # a size report for the last grant of a byte-mode flow (step 1 did not grant: the
+            # flow was waiting)
+            report = named_wire(m, "pc_report", is_tx & s.bytes & s.wait & (size != 0))
+            # where the product (computed in the first modify cycle) is used (byte mode: a
+            # report, a CN) step 1 did not grant (the flow waited, or its grant made it wait
+            # and the CN does not move it), so next1 = s.next: the product is added to the
+            # stored deadline, not behind step 1's adder; both candidates and their compares
+            # in parallel
+            cand_b = named_wire(m, "pc_cand_b", (s.next + prod)[:NW], width=NW)
+            cand = named_wire(m, "pc_cand", Mux(s.bytes, cand_b, cand_p), width=NW)
+            cand_future = named_wire(m, "pc_cand_future",
+                                     Mux(s.bytes, ~time_le(cand_b[F:], t, W), future_p))
+        else:
+            report = Const(0, 1)
+            cand, cand_future = cand_p, future_p
         resched = named_wire(m, "pc_resched", is_cn & armed1 & ~wait1)
         # next2 is one of next1, cand, tb; its compares (due at t, below t - burst) are made
         # on each candidate in parallel and selected, not on next2 after its select (tb is due
@@ -176,12 +235,26 @@ class PacerDatapath(FlowDatapath):
         wait2 = named_wire(m, "pc_wait2", wait1 & ~report)
         ival2 = named_wire(m, "pc_ival2", Mux(is_cn, cn.ival, s.ival), width=cfg.ival_width)
 
+        # 4 (below). work-conserving: a PULL (an empty tx event: no packets, no size report)
+        # with register wc = 1 grants a flow that is armed, not waiting, backlogged and NOT due
+        # (a due flow is granted by 1 or 3 anyway: at most one grant per event).  The early
+        # grant restarts the flow's grid at t, as if it had been armed at t: packet mode
+        # next := t + ival, byte mode next := t and wait (the report adds size x ival): the
+        # flow keeps no credit (no past deadline, so no burst later) and owes nothing.
+        # next2 = next1 here (a pull neither arms, nor reports, nor is a CN).
+        size_nz = (tx_bytes[cfg.count_width:cfg.tx_width] != 0) if B else Const(0, 1)
+        pull = named_wire(m, "pc_pull", is_tx & (n == 0) & ~size_nz & regs.wc)
+        early = named_wire(m, "pc_early", pull & ~g1 & armed1 & ~wait1 & (bl1 != 0) & future1)
+        # (tb + ival in parallel with the rest: tb is a register, ival the stored one)
+        next_e = named_wire(m, "pc_next_e", Mux(s_bytes, tb, (tb + s.ival)[:NW]), width=NW)
+
         # 3. a grant caused by the event itself (a late report keeps the grid: lateness, made
         # up under the burst cap, unless the flow had nothing waiting: then no credit, as
         # after idle)
         due2 = Mux(sel_tb, 1, Mux(sel_cand, ~cand_future, ~future1))
         g2 = named_wire(m, "pc_g2", ~g1 & armed2 & ~wait2 & (bl2 != 0) & due2)
-        grant = named_wire(m, "pc_grant", g1 | g2)
+        g23 = named_wire(m, "pc_g23", g2 | early)
+        grant = named_wire(m, "pc_grant", g1 | g23)
         gmax = (1 << cfg.grant_width) - 1
         low2 = Mux(sel_tb, 0, Mux(sel_cand, ~time_le(tmb, cand[F:], W),
                                   ~time_le(tmb, next1[F:], W)))
@@ -190,16 +263,22 @@ class PacerDatapath(FlowDatapath):
         nxt = Signal(self.state_layout, name="pc_state")
         m.d.comb += [
             nxt.grants.eq(Mux(grant, Mux(s.grants == gmax, 1, s.grants + 1), s.grants)),
-            nxt.backlog.eq(bl2 - g2),
+            nxt.backlog.eq(bl2 - g23),
             nxt.armed.eq(armed2),
-            nxt.next.eq(Mux(g2, Mux(s.bytes, base2, (base2 + ival2)[:NW]), next2)),
+            nxt.next.eq(Mux(early, next_e,
+                            Mux(g2, Mux(s_bytes, base2, (base2 + ival2)[:NW]), next2))),
             nxt.ival.eq(ival2),
-            nxt.bytes.eq(s.bytes),
-            nxt.wait.eq(wait2 | (g2 & s.bytes)),
-            nxt.last.eq(Mux(report, size, s.last)),
         ]
-        late = Mux(g1, (t - s.next[F:])[:W], (t - next2[F:])[:W])
-        return DatapathOut(next_state=nxt, wake_valid=nxt.armed & ~nxt.wait, wake=nxt.next[F:],
+        if B:
+            m.d.comb += [
+                nxt.bytes.eq(s.bytes),
+                nxt.wait.eq(wait2 | (g23 & s.bytes)),
+                nxt.last.eq(Mux(report, size, s.last)),
+            ]
+        nxt_wait = wait2 | (g23 & s_bytes)
+        # (an early grant is 0 late: it is not behind its schedule)
+        late = Mux(g1, (t - s.next[F:])[:W], Mux(early, 0, (t - next2[F:])[:W]))
+        return DatapathOut(next_state=nxt, wake_valid=nxt.armed & ~nxt_wait, wake=nxt.next[F:],
                            expired=grant, late=late)
 
 

@@ -6,9 +6,10 @@ pacer's per-flow fields.  Times are in clock cycles; an inter-packet interval is
 fixed-point number of cycles with ``frac_bits`` fraction bits (UQ ``ival_int_bits``.``frac_bits``).
 The rate -> interval conversion is the writer's (a CSR or the rate engine that feeds the pacer):
 :meth:`PacerConfig.interval_for` is the documented one (rounded up, so a flow never exceeds its
-rate).  In byte mode (a per-flow bit) the interval is per byte and each packet is charged its
-own size, reported by the NIC: :meth:`PacerConfig.byte_interval_for` converts a rate.
-docs/pacer.md describes the design.
+rate).  In byte mode (a per-flow bit, present only in builds with ``byte_mode=True``) the
+interval is per byte and each packet is charged its own size, reported by the NIC:
+:meth:`PacerConfig.byte_interval_for` converts a rate.  docs/pacer.md describes the design and
+the Fmax trade of ``byte_mode``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..params import BlockConfig, ConfigError, check_int
+from ..params import BlockConfig, ConfigError, check_bool, check_int
 from .flow_engine import reeval
 from .flow_engine_config import CSR_DATA_WIDTH, FlowEngineConfig
 
@@ -27,6 +28,7 @@ __all__ = ["PacerConfig", "MIN_INTERVAL"]
 #: inserted into the wheel at the grant's write-back and can pop REEVAL = 7 cycles after the
 #: grant at the earliest (a one-cycle datapath: pipeline 3 + wheel insert latency 4).  Shorter
 #: intervals are served at one grant per 7 cycles (156.25 MHz / 7 = 22.3 M grants/s per flow).
+#: A byte-mode build (datapath latency 2) re-issues after ``reeval(2)`` = 8 cycles.
 MIN_INTERVAL = reeval(1)
 
 
@@ -42,7 +44,11 @@ class PacerConfig(BlockConfig):
     count_width: bits of the packet count of one ``tx`` event (1 ... backlog_width);
     grant_width: bits of the per-flow grant counter (the ``rate`` output value; 2 ... 32);
     size_width: bits of a packet size reported on ``tx`` (bytes; 1 ... 16: 14 covers 9000-byte
-      jumbo frames), the factor of the byte-mode charge ``size x ival``.
+      jumbo frames), the factor of the byte-mode charge ``size x ival`` (byte_mode only);
+    byte_mode: build the per-flow byte mode (the ``bytes``/``wait``/``last`` fields, the
+      ``bytes_init`` register, the ``size`` of a ``tx`` payload and one ``size_width x (W + F)``
+      multiplier in the one-cycle update).  Off (the default) the pacer is packets only and
+      keeps its Fmax without the multiplier (docs/pacer.md, "Byte mode is a build option").
     """
 
     engine: FlowEngineConfig = FlowEngineConfig()
@@ -52,6 +58,7 @@ class PacerConfig(BlockConfig):
     count_width: int = 8
     grant_width: int = 16
     size_width: int = 14
+    byte_mode: bool = False
 
     def __post_init__(self):
         if not isinstance(self.engine, FlowEngineConfig):
@@ -65,6 +72,7 @@ class PacerConfig(BlockConfig):
                   hi_name="backlog_width")
         check_int(self, "grant_width", self.grant_width, 2, 32)
         check_int(self, "size_width", self.size_width, 1, 16)
+        check_bool(self, "byte_mode", self.byte_mode)
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -97,13 +105,17 @@ class PacerConfig(BlockConfig):
 
     @property
     def tx_width(self) -> int:
-        """Bits of a ``tx`` payload: ``{count (count_width), size (size_width)}``."""
-        return self.count_width + self.size_width
+        """Bits of a ``tx`` payload: ``{count (count_width), size (size_width)}`` with
+        ``byte_mode``, ``{count}`` without."""
+        return self.count_width + (self.size_width if self.byte_mode else 0)
 
     def tx_payload(self, count: int = 0, size: int = 0) -> int:
         """The ``tx`` payload bits: ``count`` packets enqueued, ``size`` the bytes of the
-        packet sent for the flow's last grant (byte mode; 0 = no report)."""
+        packet sent for the flow's last grant (byte mode; 0 = no report; a build without
+        ``byte_mode`` has no size: a size != 0 is a :class:`ConfigError`)."""
         check_int(self, "count", count, 0, (1 << self.count_width) - 1)
+        if size and not self.byte_mode:
+            raise ConfigError(self, "size", size, "0 (a size report needs byte_mode=True)")
         check_int(self, "size", size, 0, (1 << self.size_width) - 1)
         return count | size << self.count_width
 
@@ -115,7 +127,7 @@ class PacerConfig(BlockConfig):
     def state_bits(self) -> int:
         """Bits of the pacer's per-flow state (the engine adds its own 7 + W)."""
         return (self.grant_width + self.backlog_width + 1 + self.next_width
-                + self.ival_width + 2 + self.size_width)
+                + self.ival_width + (2 + self.size_width if self.byte_mode else 0))
 
     def interval_for(self, rate_bps: float, packet_bytes: int) -> int:
         """The interval (UQ.F cycles) of ``packet_bytes``-byte packets at ``rate_bps``: the
@@ -137,5 +149,8 @@ class PacerConfig(BlockConfig):
         """The byte-mode interval (UQ.F cycles per byte) of a flow at ``rate_bps``:
         ``interval_for(rate_bps, 1)``, i.e. ``clk_hz x 8 / rate`` rounded UP to the next 2**-F
         (relative rate error < 2**-F / interval: 0.12 % at 100 Gb/s with F = 16, 5e-6 with
-        F = 24)."""
+        F = 24).  A :class:`ConfigError` without ``byte_mode``."""
+        if not self.byte_mode:
+            raise ConfigError(self, "byte_mode", self.byte_mode,
+                              "True for a byte-mode interval (this build paces packets only)")
         return self.interval_for(rate_bps, 1)

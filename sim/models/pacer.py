@@ -35,19 +35,23 @@ class PacerDatapathModel(FlowDatapathModel):
         self.g_max = (1 << cfg.grant_width) - 1
         self.cn_ival_mask = (1 << cfg.ival_width) - 1
         self.count_width = cfg.count_width
-        self.size_mask = (1 << cfg.size_width) - 1
+        self.size_mask = (1 << cfg.size_width) - 1 if cfg.byte_mode else 0
         self.fields = [name for name, _ in rtl.state_layout]
+        # a packet-only build (byte_mode off) has no bytes / wait / last: they read as 0
+        self.byte_mode = cfg.byte_mode
 
     def init_state(self, regs):
         state = {name: 0 for name in self.fields}
         state["ival"] = regs["ival_init"]
-        state["bytes"] = regs["bytes_init"]
+        if self.byte_mode:
+            state["bytes"] = regs["bytes_init"]
         return state
 
     def update(self, regs, state, kind, payload, t):
         W, F = self.time_width, self.F
         wmask = (1 << W) - 1
         s = dict(state)
+        byte_flow = s.get("bytes", 0)
         tb = (t << F) | ((1 << F) - 1)          # t as a biased deadline
 
         def due_at(nxt):
@@ -62,7 +66,7 @@ class PacerDatapathModel(FlowDatapathModel):
                 s["next"] = ((((t - regs["burst"]) & wmask) << F) | frac)
             s["backlog"] -= 1
             s["grants"] = 1 if s["grants"] == self.g_max else s["grants"] + 1
-            if s["bytes"]:
+            if byte_flow:
                 s["wait"] = 1                    # charged when the NIC reports the size
             else:
                 s["next"] = (s["next"] + s["ival"]) & self.nmask
@@ -71,7 +75,7 @@ class PacerDatapathModel(FlowDatapathModel):
         # 1. the due timer
         granted = False
         late = 0
-        if s["armed"] and not s["wait"] and due_at(s["next"]):
+        if s["armed"] and not s.get("wait", 0) and due_at(s["next"]):
             if s["backlog"]:
                 granted = True
                 late = grant()
@@ -82,11 +86,11 @@ class PacerDatapathModel(FlowDatapathModel):
             n, size = payload & ((1 << self.count_width) - 1), \
                 (payload >> self.count_width) & self.size_mask
             had = s["backlog"]
-            if size and state["wait"] and s["bytes"]:   # the report of the last grant's size
+            if size and state.get("wait", 0) and byte_flow:   # the report of the last grant's size
                 nxt = (s["next"] + size * s["ival"]) & self.nmask
                 s["next"] = nxt if (had or not due_at(nxt)) else tb
                 s["wait"], s["last"] = 0, size
-            if had == 0 and n and not s["wait"]:
+            if had == 0 and n and not s.get("wait", 0):
                 future = s["armed"] and not due_at(s["next"])
                 if not future:
                     s["next"] = tb
@@ -94,17 +98,30 @@ class PacerDatapathModel(FlowDatapathModel):
             s["backlog"] = min(s["backlog"] + n, self.bl_max)
         elif kind == EventKind.CN:
             new = payload & self.cn_ival_mask
-            if s["armed"] and not s["wait"]:
+            if s["armed"] and not s.get("wait", 0):
                 old = state["ival"]
-                move = s["last"] * (new - old) if s["bytes"] else new - old
+                move = s["last"] * (new - old) if byte_flow else new - old
                 cand = (s["next"] + move) & self.nmask
                 s["next"] = cand if not due_at(cand) else tb
             s["ival"] = new
         # 3. a grant caused by the event
-        if not granted and s["armed"] and not s["wait"] and s["backlog"] and due_at(s["next"]):
+        if (not granted and s["armed"] and not s.get("wait", 0) and s["backlog"]
+                and due_at(s["next"])):
             granted = True
             late = grant()
-        wake = (s["next"] >> F) if s["armed"] and not s["wait"] else None
+        # 4. work-conserving: an empty tx (a pull) with wc set grants a backlogged flow before
+        # its send time and restarts its schedule at t (no credit kept, nothing owed)
+        if (kind == EventKind.TX and payload == 0 and regs["wc"] and not granted
+                and s["armed"] and not s.get("wait", 0) and s["backlog"]):
+            granted = True
+            late = 0
+            s["backlog"] -= 1
+            s["grants"] = 1 if s["grants"] == self.g_max else s["grants"] + 1
+            if byte_flow:
+                s["next"], s["wait"] = tb, 1
+            else:
+                s["next"] = (tb + s["ival"]) & self.nmask
+        wake = (s["next"] >> F) if s["armed"] and not s.get("wait", 0) else None
         return ModelOut(s, wake, granted, late)
 
 
@@ -124,11 +141,12 @@ class GrantLog:
     """Collects grants from a :class:`~sim.models.flow_engine.FlowEngineModel` running the
     pacer: call :meth:`take` with each cycle's ``rate`` payload that was taken.  With the
     ``rate`` stream always ready, a grant issued at cycle c is on ``rate`` at c + 4 (the engine's
-    latency), so its cycle is the record's cycle - 4."""
-
-    LATENCY = 4
+    latency; c + 5 in a byte-mode build, whose datapath latency is 2), so its cycle is the
+    record's cycle - 4 (- 5)."""
 
     def __init__(self, engine_model):
+        from hw.nic.flow_engine import pipe_depth
+        self.LATENCY = pipe_depth(engine_model.latency) + 1
         lay = engine_model.lay["rate"]
         self.fmask = (1 << lay["flow"].width) - 1
         self.shift = lay["rate"].offset
