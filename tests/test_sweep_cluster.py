@@ -104,15 +104,24 @@ class Cluster:
             self.workers.append(subprocess.Popen(
                 [str(DASK), "worker", self.address, "--nthreads", "1", "--no-nanny",
                  "--no-dashboard", "--host", "127.0.0.1", "--death-timeout", "60"], **quiet))
-        with distributed.Client(self.address, timeout="30s") as client:
-            client.wait_for_workers(workers, timeout=60)
+        try:
+            # generous: on a 2-core machine busy with Verilator builds (the suite under xdist)
+            # the three processes take tens of seconds to import dask and start
+            with distributed.Client(self.address, timeout="180s") as client:
+                client.wait_for_workers(workers, timeout=180)
+        except BaseException:
+            self.close()                # never leave the processes behind
+            raise
 
     def close(self) -> None:
         for p in [*self.workers, self.scheduler]:
             if p.poll() is None:
                 p.kill()
         for p in [*self.workers, self.scheduler]:
-            p.wait(timeout=30)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 @pytest.fixture(scope="module")

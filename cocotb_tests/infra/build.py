@@ -43,9 +43,23 @@ def run_length(default: int, long: int, env: str | None = None) -> str:
     return str(long if long_runs() else default)
 
 
-def cxx_opt() -> str:
-    """The C++ optimisation level of the Verilated models (``CC_CXX_OPT``, default ``-O0``)."""
-    opt = os.environ.get("CC_CXX_OPT", "-O0").strip() or "-O0"
+#: exported Verilog above this size is a "large" model (the engine tops: 1-3 MB; the one-flow
+#: blocks: under 200 KB)
+LARGE_VERILOG = 500_000
+
+
+def cxx_opt(verilog_bytes: int) -> str:
+    """The C++ optimisation level of a Verilated model: ``CC_CXX_OPT`` if set, else ``-O0``
+    for a large model and the makefile's own ``-Os`` for the others.
+
+    Large models are a few MB of straight-line code on which -Os spends minutes
+    (flow_engine_toy: 4 min 48 s of CPU at -Os, 26 s at -O0), while their runs are short and
+    bound by the Python testbench (its 20,000-event run: 4.6 s -> about 9 s).  The one-flow
+    blocks compile in seconds and their long runs are bound by the model's C++, so they
+    keep -Os."""
+    opt = os.environ.get("CC_CXX_OPT", "").strip()
+    if not opt:
+        return "-O0" if verilog_bytes > LARGE_VERILOG else "-Os"
     if not re.fullmatch(r"-O[0-3sg]|-Ofast", opt):
         raise ValueError(f"CC_CXX_OPT={opt!r}: expected one of -O0 -O1 -O2 -O3 -Os -Og -Ofast")
     return opt
@@ -73,20 +87,20 @@ def build_top(name: str, component) -> Build:
     # precompiled-header rule Verilator uses once a model is split into several C++ files
     # ("Vtop__pch.h.fast: linker input file not found").  GCC's flag is -include; a variable
     # set in MAKEFLAGS has command-line precedence over the makefile's own assignment.
-    #
-    # The generated C++ is compiled at CC_CXX_OPT (default -O0, the makefile's own is -Os): the
-    # engine tops' models are a few MB of straight-line code, and -Os spends minutes on them
-    # (flow_engine_toy: 4 min 48 s of CPU at -Os, 26 s at -O0) while the runs are bound by the
-    # Python testbench and model (the same 20,000-event run: 4.6 s -> about 9 s).  An existing
-    # build is not recompiled when only the level changes.
     if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
-        opt = cxx_opt()
         os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") +
-                                   " CFG_CXXFLAGS_PCH_I=-include" +
-                                   f" OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}").strip()
+                                   " CFG_CXXFLAGS_PCH_I=-include").strip()
+    base_flags = re.sub(r"\s*OPT_(FAST|SLOW|GLOBAL)=\S+", "", os.environ["MAKEFLAGS"])
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         verilog = export_component(component, name, build_dir)
+        # the C++ level by the model's size (cxx_opt); an existing build is not recompiled
+        # when only the level changes
+        opt = cxx_opt(verilog.stat().st_size)
+        # (-Os: the makefile's own levels, which leave the "slow" constructor code unoptimised)
+        os.environ["MAKEFLAGS"] = base_flags + (
+            "" if opt == "-Os" else f" OPT_FAST={opt} OPT_GLOBAL={opt}"
+            + (" OPT_SLOW=-O0" if opt == "-O0" else ""))
         runner = get_runner("verilator")
         runner.build(
             sources=[verilog],
