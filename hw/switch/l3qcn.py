@@ -331,12 +331,7 @@ class L3qcnCp(wiring.Component):
                 r.q_delta.eq(dec.payload.q_delta), r.enc_prio.eq(hdr.prio),
                 r.msdu_len.eq(hdr.ip_len), r.sample.eq(hdr.sample),
             ]
-            gen_aw = len(gen.csr_raddr)
-            m.d.comb += [gen.csr_w.valid.eq(gen_w.valid), gen_w.ready.eq(gen.csr_w.ready),
-                         gen.csr_w.payload.addr.eq(gen_w.payload.addr[:gen_aw]),
-                         gen.csr_w.payload.data.eq(gen_w.payload.data),
-                         gen.csr_raddr.eq((self.csr_raddr - gen_base)[:gen_aw]),
-                         gen_rdata.eq(gen.csr_rdata)]
+            _connect_generator_regs(m, gen, gen_w, self.csr_raddr, gen_base, gen_rdata)
             _count(m, self.notifications, gen.request.valid & gen.request.ready)
             bank.build(m, own_w, self.csr_raddr, own_rdata)
             return m
@@ -345,12 +340,7 @@ class L3qcnCp(wiring.Component):
         m.submodules.table = table = HashTable(cfg.table_config())
         m.submodules.cnp = cnp = CnpGenerator(cfg.cnp)
         wiring.connect(m, wiring.flipped(self.packet), cnp.frame)
-        gen_aw = len(cnp.csr_raddr)
-        m.d.comb += [cnp.csr_w.valid.eq(gen_w.valid), gen_w.ready.eq(cnp.csr_w.ready),
-                     cnp.csr_w.payload.addr.eq(gen_w.payload.addr[:gen_aw]),
-                     cnp.csr_w.payload.data.eq(gen_w.payload.data),
-                     cnp.csr_raddr.eq((self.csr_raddr - L3QCN_CP_GEN_BASE)[:gen_aw]),
-                     gen_rdata.eq(cnp.csr_rdata)]
+        _connect_generator_regs(m, cnp, gen_w, self.csr_raddr, gen_base, gen_rdata)
 
         lookup = congested & hdr.roce
         tag = data.View(CNP_LOOKUP_TAG, table.cmd.payload.tag)
@@ -665,6 +655,18 @@ class L3qcnTor(wiring.Component):
         with m.If(bank.wstb["TBL_CMD"]):
             m.d.sync += queued.eq(1)
         return m
+
+
+def _connect_generator_regs(m: Module, gen, gen_w, raddr: Value, base: int,
+                            rdata: Signal) -> None:
+    """A generator's register port behind its window at ``base`` of the CP's map: the writes
+    of ``gen_w`` (already rebased) and the read address with the base removed."""
+    aw = len(gen.csr_raddr)
+    m.d.comb += [gen.csr_w.valid.eq(gen_w.valid), gen_w.ready.eq(gen.csr_w.ready),
+                 gen.csr_w.payload.addr.eq(gen_w.payload.addr[:aw]),
+                 gen.csr_w.payload.data.eq(gen_w.payload.data),
+                 gen.csr_raddr.eq((raddr - base)[:aw]),
+                 rdata.eq(gen.csr_rdata)]
 
 
 def _in_window(addr: Value, base: int, words: int) -> Value:
