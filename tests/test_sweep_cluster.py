@@ -97,7 +97,8 @@ class Cluster:
                  "env": env}
         self.scheduler = subprocess.Popen(
             [str(DASK), "scheduler", "--host", "127.0.0.1", "--port",
-             self.address.rsplit(":", 1)[1], "--no-dashboard"], **quiet)
+             self.address.rsplit(":", 1)[1], "--no-dashboard",
+             "--dashboard-address", ":0"], **quiet)
         self.workers = []
         # --no-nanny: a killed worker stays dead (a nanny would restart it)
         for _ in range(workers):

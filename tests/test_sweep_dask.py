@@ -77,7 +77,7 @@ def test_existing_scheduler_same_rows(serial, tmp_path):
     """Two in-process workers behind a TCP scheduler, reached by its address."""
     path, rows = serial
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  protocol="tcp", dashboard_address=None) as lc:
+                                  protocol="tcp", dashboard_address=":0") as lc:
         assert lc.scheduler_address.startswith("tcp://")
         assert _sweep(path, tmp_path, "--dask", lc.scheduler_address, "--no-plots") == rows
 

@@ -40,7 +40,10 @@ def open_client(spec: str, jobs: int, *, processes: bool = True):
     distributed = _distributed(spec)
     if spec == LOCAL:
         cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1,
-                                           processes=processes, dashboard_address=None,
+                                           # ":0": a free port (None still binds the
+                                           # default 8787, so two clusters on one machine
+                                           # collide)
+                                           processes=processes, dashboard_address=":0",
                                            silence_logs=logging.ERROR)
         return distributed.Client(cluster), cluster
     try:
