@@ -11,32 +11,12 @@ import pytest
 
 from sim.__main__ import ProgressBar, main
 from sim.scenario import config
+from tests.dumbbell_scenario import dumbbell_toml
 
-TINY = """
-    name = "tiny"
-    description = "two long flows and a small incast"
-    duration_us = 150
-    sample_us = 5
-    algorithms = {algorithms}
 
-    [topology]
-    kind = "dumbbell"
-    senders = 4
-    rate_gbps = 10
-    delay_us = 1
-
-    [[workload]]
-    name = "long"
-    kind = "long"
-    src = "senders[0:2]"
-
-    [[workload]]
-    name = "burst"
-    kind = "incast"
-    src = "senders[2:4]"
-    size_kb = 10
-    at_us = 20
-"""
+def tiny_toml(algorithms) -> str:
+    """Two long flows and a small incast for 150 us."""
+    return dumbbell_toml(duration_us=150, algorithms=algorithms)
 
 
 @pytest.fixture
@@ -47,7 +27,7 @@ def tiny(tmp_path):
         pytest.skip(f"simulator core not available: {e}")
     algorithms = [a for a in ("dctcp", "dcqcn") if a in ALGORITHMS]
     path = tmp_path / "tiny.toml"
-    path.write_text(textwrap.dedent(TINY.format(algorithms=json.dumps(algorithms))))
+    path.write_text(tiny_toml(algorithms))
     return path, algorithms
 
 
@@ -96,7 +76,7 @@ def test_run_end_to_end(tiny, tmp_path, capsys):
 
 def test_bad_file_fails_before_running(tmp_path, capsys):
     path = tmp_path / "bad.toml"
-    path.write_text(textwrap.dedent(TINY.format(algorithms='["dctcp"]'))
+    path.write_text(tiny_toml(["dctcp"])
                     .replace('src = "senders[2:4]"', 'src = "senders[2:5]"'))
     out_dir = tmp_path / "out"
     assert main(["run", str(path), "--out", str(out_dir)]) == 2
@@ -287,7 +267,7 @@ def test_ctrl_c_of_a_real_process(tmp_path):
     if not {"dctcp", "ldcp"} <= set(ALGORITHMS):
         pytest.skip("needs dctcp and ldcp")
     path = tmp_path / "slow.toml"
-    path.write_text(textwrap.dedent(TINY.format(algorithms='["dctcp", "ldcp"]'))
+    path.write_text(tiny_toml(["dctcp", "ldcp"])
                     .replace("duration_us = 150", "duration_us = 150")
                     .replace('name = "tiny"', 'name = "slow"'))
     raw = path.read_text().replace("duration_us = 150", "duration_us = 100000")

@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from sim.__main__ import main  # noqa: E402
+from tests.dumbbell_scenario import dumbbell_toml  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DASK = Path(sys.executable).parent / "dask"
@@ -36,37 +36,12 @@ LONG = bool(os.environ.get("CC_LONG"))
 
 #: an LDCP dumbbell whose runs take about half a second of CPU each, so that the kill lands
 #: while both workers are busy
-SCENARIO = """
-    name = "slowish"
-    description = "two long flows and a small incast, 3 ms"
-    duration_us = 3000
-    sample_us = 50
-    algorithms = ["ldcp"]
-
-    [topology]
-    kind = "dumbbell"
-    senders = 4
-    rate_gbps = 10
-    delay_us = 1
-
-    [[workload]]
-    name = "long"
-    kind = "long"
-    src = "senders[0:2]"
-
-    [[workload]]
-    name = "burst"
-    kind = "incast"
-    src = "senders[2:4]"
-    size_kb = 10
-    at_us = 20
-"""
+SCENARIO = dumbbell_toml(name="slowish", description="two long flows and a small incast, 3 ms",
+                         duration_us=3000, sample_us=50, algorithms=["ldcp"])
 GRID = ["--param", "topology.rate_gbps=10,25,40", "--param", "topology.delay_us=1,2"]
 RUNS = 6
 #: the same network for 50 us, DCQCN and LDCP: four cheap runs
-TINY = (SCENARIO.replace('"slowish"', '"tiny"').replace("duration_us = 3000", "duration_us = 50")
-        .replace("sample_us = 50", "sample_us = 5")
-        .replace('algorithms = ["ldcp"]', 'algorithms = ["dcqcn", "ldcp"]'))
+TINY = dumbbell_toml()
 TINY_GRID = ["--param", "topology.rate_gbps=10,25"]
 
 
@@ -139,7 +114,7 @@ def _serial(tmp_path_factory, text: str, grid: list[str], runs: int):
     tmp = tmp_path_factory.mktemp("cluster")
     name = "tiny" if '"tiny"' in text else "slowish"
     path = tmp / f"{name}.toml"
-    path.write_text(textwrap.dedent(text))
+    path.write_text(text)
     assert main(["sweep", str(path), "--out", str(tmp / "serial"), "--jobs", "1", "--quiet",
                  "--no-plots", *grid]) == 0
     rows = _rows(tmp / "serial" / name / "sweep.csv")

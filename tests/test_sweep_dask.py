@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import textwrap
 
 import pytest
 
@@ -17,32 +16,9 @@ distributed = pytest.importorskip("distributed")
 import sim.__main__ as cli  # noqa: E402
 from sim.__main__ import main  # noqa: E402
 from sim.scenario import cluster, output  # noqa: E402
+from tests.dumbbell_scenario import dumbbell_toml  # noqa: E402
 
-TINY = """
-    name = "tiny"
-    description = "two long flows and a small incast"
-    duration_us = 50
-    sample_us = 5
-    algorithms = ["dcqcn", "ldcp"]
-
-    [topology]
-    kind = "dumbbell"
-    senders = 4
-    rate_gbps = 10
-    delay_us = 1
-
-    [[workload]]
-    name = "long"
-    kind = "long"
-    src = "senders[0:2]"
-
-    [[workload]]
-    name = "burst"
-    kind = "incast"
-    src = "senders[2:4]"
-    size_kb = 10
-    at_us = 20
-"""
+TINY = dumbbell_toml()
 
 #: measured, not simulated: differ from run to run
 MEASURED = ("wall_s", "cpu_s")
@@ -67,7 +43,7 @@ def _rows(csv_path) -> list[dict]:
 def serial(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dask")
     path = tmp / "tiny.toml"
-    path.write_text(textwrap.dedent(TINY))
+    path.write_text(TINY)
     rows = _sweep(path, tmp / "serial", "--jobs", "1", "--no-plots")
     assert len(rows) == 4 and all(int(r["events"]) > 100 for r in rows)
     return path, rows
