@@ -1,5 +1,5 @@
 """Stream helpers for the Amaranth-simulation tests: offer packed payloads on an
-``amaranth.lib.stream`` interface, and take them with random back-pressure."""
+``amaranth.lib.stream`` interface, take them with random back-pressure, read a register word."""
 
 from __future__ import annotations
 
@@ -42,6 +42,24 @@ async def stream_get(ctx, stream, count: int | None = None, *,
             if on_item is not None:
                 on_item(bits)
     return out
+
+
+async def csr_read(ctx, dut, addr: int, *, limit: int = 200) -> tuple[int, int]:
+    """Read register word ``addr`` through an engine's read port (``csr_raddr``, a one-cycle
+    ``csr_rstb``, then ``csr_rdata`` when ``csr_rack``): returns (data, cycles from the strobe
+    to the answer), and leaves one idle cycle after it.  No answer within ``limit`` cycles fails."""
+    ctx.set(dut.csr_raddr, addr)
+    ctx.set(dut.csr_rstb, 1)
+    await ctx.tick()
+    ctx.set(dut.csr_rstb, 0)
+    waited = 1
+    while not ctx.get(dut.csr_rack):
+        await ctx.tick()
+        waited += 1
+        assert waited < limit, f"no rack for word 0x{addr:x}"
+    value = ctx.get(dut.csr_rdata)
+    await ctx.tick()
+    return value, waited
 
 
 def run_testbenches(dut, *benches, period: float = 4e-9) -> None:

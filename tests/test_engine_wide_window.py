@@ -21,7 +21,7 @@ from amaranth.lib import data
 from hw.nic.engine_regs import CTRL_EN_BIT, CTRL_RESET, CTRL_START, CTRL_STOP
 from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine_config import FlowEngineConfig
-from tests.streams import run_testbenches
+from tests.streams import csr_read, run_testbenches
 
 SMALL = dict(n_flows=16, time_width=26, wheel_horizon=256, wheel_slots=512, out_fifo_depth=16)
 LONG = bool(os.environ.get("CC_LONG"))
@@ -166,21 +166,11 @@ def test_window_against_model(make):
             want = model.read(addr)
         if reg is not None and (reg.wide is None or reg.wide[1] == 0):
             expected_ops.append((flow, CtlOp.READ, None, None))
-        ctx.set(dut.csr_raddr, addr)
-        ctx.set(dut.csr_rstb, 1)
-        await ctx.tick()
-        ctx.set(dut.csr_rstb, 0)
-        waited = 1
-        while not ctx.get(dut.csr_rack):
-            await ctx.tick()
-            waited += 1
-            assert waited < 100, f"no rack for word 0x{addr:x}"
-        got = ctx.get(dut.csr_rdata)
+        got, waited = await csr_read(ctx, dut, addr, limit=100)
         assert got == want, f"word 0x{addr:x} ({reg and reg.name}, flow {flow}): RTL " \
             f"0x{got:x}, model 0x{want:x}"
         if reg is not None and reg.wide and reg.wide[1]:
             assert waited == 1, f"a high word answers the next cycle, not after {waited}"
-        await ctx.tick()
 
     def a(name, flow):
         return regmap.addr(name, flow)

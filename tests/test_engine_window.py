@@ -17,7 +17,7 @@ from hw.lib.csr import fourcc
 from hw.nic.engine_regs import CTRL_EN_BIT, CTRL_RESET, CTRL_START, CTRL_STOP
 from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig
-from tests.streams import run_testbenches
+from tests.streams import csr_read, run_testbenches
 
 SMALL = dict(n_flows=16, time_width=26, wheel_horizon=256, wheel_slots=512, out_fifo_depth=16)
 EV_CTL = COUNTER_BASE + 3            # ev_tx, ev_cn, ev_timer, ev_ctl
@@ -74,19 +74,9 @@ def test_window_accesses():
         ctx.set(dut.csr_w.valid, 0)
 
     async def read(ctx, addr, wait_max=None):
-        ctx.set(dut.csr_raddr, addr)
-        ctx.set(dut.csr_rstb, 1)
-        await ctx.tick()
-        ctx.set(dut.csr_rstb, 0)
-        waited = 1
-        while not ctx.get(dut.csr_rack):
-            await ctx.tick()
-            waited += 1
-            assert waited < 200, f"no rack for word 0x{addr:x}"
+        value, waited = await csr_read(ctx, dut, addr)
         if wait_max is not None:
             assert waited <= wait_max, f"word 0x{addr:x}: rack after {waited} cycles"
-        value = ctx.get(dut.csr_rdata)
-        await ctx.tick()
         return value, waited
 
     async def bus(ctx):
