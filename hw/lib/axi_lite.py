@@ -14,7 +14,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .csr import RegisterMap
+from .csr import RegisterMap, rtl_legal_write
 
 __all__ = ["AxiLiteRegs", "OKAY", "SLVERR", "axi_lite_members"]
 
@@ -64,7 +64,9 @@ class AxiLiteRegs(wiring.Component):
       it while busy: the response waits).  A write to an unmapped word, to a read-only
       register (the identification header, status words), to an address that is not a
       multiple of 4, or with byte strobes other than all ones is not performed and answered
-      ``SLVERR``.
+      ``SLVERR``.  A write refused by a field's legal values (:mod:`hw.lib.csr`, "Refused
+      writes") is passed to the block all the same (it keeps the register and sets its
+      ``WERR.refused``) and answered ``SLVERR``.
     * A read returns the block's word and ``OKAY``; an unmapped or unaligned address reads 0
       with ``SLVERR``.  With a block that has the read handshake (``csr_rstb`` / ``csr_rack``,
       :mod:`hw.lib.csr_port`: a multi-flow engine's per-flow windows) ``rvalid`` waits for
@@ -135,21 +137,26 @@ class AxiLiteRegs(wiring.Component):
         b_valid, b_resp = s("bvalid"), s("bresp")   # (the response ports are registers)
         w_word = Signal(self.regmap.addr_width)
         w_data = Signal(32)
+        w_bad = Signal()            # the waiting write will be refused (answered SLVERR)
         take_w = s("awvalid") & s("wvalid") & ~w_busy & ~b_valid
         aw_word = s("awaddr")[2:]
         w_ok = (self._decode(aw_word, writes=True) & (s("wstrb") == 0xF)
                 & (s("awaddr")[:2] == 0))
+        refused = Const(0, 1)
+        for r in self.regmap.registers:
+            if r.writable and r.checked:
+                refused = refused | ((aw_word == r.addr) & ~rtl_legal_write(r, s("wdata")))
         m.d.comb += [s("awready").eq(take_w), s("wready").eq(take_w),
                      block.csr_w.valid.eq(w_busy), block.csr_w.payload.addr.eq(w_word),
                      block.csr_w.payload.data.eq(w_data)]
         with m.If(take_w):
-            m.d.sync += [w_word.eq(aw_word), w_data.eq(s("wdata"))]
+            m.d.sync += [w_word.eq(aw_word), w_data.eq(s("wdata")), w_bad.eq(refused)]
             with m.If(w_ok):
                 m.d.sync += w_busy.eq(1)
             with m.Else():
                 m.d.sync += [b_valid.eq(1), b_resp.eq(SLVERR)]
         with m.If(w_busy & block.csr_w.ready):
-            m.d.sync += [w_busy.eq(0), b_valid.eq(1), b_resp.eq(OKAY)]
+            m.d.sync += [w_busy.eq(0), b_valid.eq(1), b_resp.eq(Mux(w_bad, SLVERR, OKAY))]
         with m.If(b_valid & s("bready")):
             m.d.sync += b_valid.eq(0)
 

@@ -50,6 +50,17 @@ So software reads a wide field low word first and writes it high words first.  T
 and the staged words are one per field, shared by every flow (one bus master: read or write
 one flow's words without another flow's access of the same field in between).  Staged and
 snapshot words are 0 after reset.
+
+Refused writes
+--------------
+A field may declare its legal values (``Field.legal``: inclusive ranges; a header field that
+must never take some values, e.g. a TTL of 0).  A write to a (global) register with such a field
+whose new value is outside the ranges is *refused*, by the same rule in the RTL
+(:class:`CsrBank`) and in :class:`RegisterModel`: the register keeps its value, no write strobe
+is raised (a command register issues nothing), and, if the map has a register named ``WERR``
+(:func:`write_error_register`), its sticky ``refused`` bit is set (software clears it by
+writing 0).  :class:`hw.lib.axi_lite.AxiLiteRegs` answers such a write ``SLVERR`` (from the
+same declaration).  The register tables list the legal values.
 """
 
 from __future__ import annotations
@@ -61,13 +72,16 @@ from dataclasses import dataclass, field, replace
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
 __all__ = ["Field", "Register", "RegisterMap", "RegisterModel", "CsrBank", "fourcc",
-           "HEADER_REGISTERS", "wide_registers"]
+           "HEADER_REGISTERS", "wide_registers", "write_error_register", "WRITE_ERROR_REGISTER",
+           "rtl_legal_write"]
 
 #: the identification header's registers, in address order from ``header_offset``
 HEADER_REGISTERS = ("ID", "VERSION", "SIZE", "FLOWS")
 _MIN_HEADER_OFFSET = 16
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ACCESS = ("rw", "ro", "wo")
+#: the register whose ``refused`` bit a refused write sets (module docstring, "Refused writes")
+WRITE_ERROR_REGISTER = "WERR"
 
 
 def fourcc(code: str) -> int:
@@ -89,7 +103,9 @@ class Field:
     counters do), ``"ro"`` (the block drives it; writes are ignored) or ``"wo"`` (a command:
     a write hands the value to the block, e.g. bits that start an operation; it reads 0).
     ``reset`` is the value after reset (``"rw"`` fields).  ``offset`` (bit) is assigned by
-    :class:`Register` after the previous field when left ``None``.
+    :class:`Register` after the previous field when left ``None``.  ``legal``: the values a
+    write may give the field, inclusive ``(lo, hi)`` ranges (empty: every value); a write of
+    another value is refused (module docstring, "Refused writes").
     """
     name: str
     width: int
@@ -97,6 +113,7 @@ class Field:
     reset: int = 0
     desc: str = ""
     offset: int | None = None
+    legal: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self):
         if not _NAME.match(self.name):
@@ -108,6 +125,29 @@ class Field:
         if not 0 <= self.reset < (1 << self.width):
             raise ValueError(f"field {self.name}: reset {self.reset} does not fit {self.width} "
                              "bits")
+        legal = tuple((int(lo), int(hi)) for lo, hi in self.legal)
+        object.__setattr__(self, "legal", legal)
+        if legal and self.access == "ro":
+            raise ValueError(f"field {self.name}: a read-only field has no legal values")
+        for lo, hi in legal:
+            if not 0 <= lo <= hi < (1 << self.width):
+                raise ValueError(f"field {self.name}: legal range {lo}..{hi} does not fit "
+                                 f"{self.width} bits")
+        if legal and self.access == "rw" and not self.is_legal(self.reset):
+            raise ValueError(f"field {self.name}: reset {self.reset} is not legal "
+                             f"({self.legal_text})")
+
+    def is_legal(self, value: int) -> bool:
+        """``value`` (the field's bits) may be written (:attr:`legal`)."""
+        return not self.legal or any(lo <= value <= hi for lo, hi in self.legal)
+
+    @property
+    def legal_text(self) -> str:
+        """The legal values for the documentation ("" when every value is)."""
+        def num(v):
+            return f"0x{v:X}" if v > 0xFFFF else str(v)
+        return ", ".join(num(lo) if lo == hi else f"{num(lo)}..{num(hi)}"
+                         for lo, hi in self.legal)
 
     @property
     def mask(self) -> int:
@@ -152,9 +192,10 @@ class Register:
 
     @classmethod
     def single(cls, name: str, width: int, reset: int = 0, access: str = "rw", desc: str = "",
-               addr: int | None = None) -> Register:
+               addr: int | None = None, legal: tuple[tuple[int, int], ...] = ()) -> Register:
         """A register of one field (named like the register, in lower case) at bit 0."""
-        return cls(name, (Field(name.lower(), width, access, reset, desc),), desc, addr)
+        return cls(name, (Field(name.lower(), width, access, reset, desc, legal=legal),), desc,
+                   addr)
 
     @property
     def width(self) -> int:
@@ -195,6 +236,25 @@ class Register:
 
     def unpack(self, word: int) -> dict[str, int]:
         return {f.name: (word >> f.offset) & ((1 << f.width) - 1) for f in self.fields}
+
+    @property
+    def checked(self) -> bool:
+        """A field declares legal values: a write may be refused."""
+        return any(f.legal for f in self.fields)
+
+    def legal_write(self, word: int) -> bool:
+        """A write of ``word`` is taken (every checked field's new value is legal)."""
+        return all(f.is_legal((word >> f.offset) & ((1 << f.width) - 1))
+                   for f in self.fields if f.legal)
+
+
+def write_error_register(addr: int | None = None) -> Register:
+    """The ``WERR`` register of a map with checked fields: its ``refused`` bit is set by a
+    refused write (module docstring, "Refused writes") and cleared by software writing 0."""
+    return Register(WRITE_ERROR_REGISTER, (
+        Field("refused", 1, desc="1: a write was refused (a value outside the field's legal "
+              "values; the register kept its value) since this bit was last written 0"),),
+        "sticky write error", addr)
 
 
 def wide_registers(name: str, width: int, access: str = "rw", desc: str = "",
@@ -270,6 +330,8 @@ class RegisterMap:
             if r.width > self.data_width:
                 raise ValueError(f"register {r.name} is wider ({r.width}) than the data "
                                  f"width {self.data_width}")
+        if any(r.checked for r in flow_regs):
+            raise ValueError(f"register map {self.name}: legal values are for global registers")
         if bool(self.flows) != bool(flow_regs):
             raise ValueError(f"register map {self.name}: flows and flow_registers go together")
         span = max((r.addr + 1 for r in regs), default=0)
@@ -386,7 +448,10 @@ class RegisterMap:
                     addr = (f"0x{word:02X}", f"0x{word * bpw:03X}") if i == 0 else ("", "")
                     reset = f"0x{f.reset:X}" if f.access == "rw" or r in self.header else "-"
                     reset = "-" if f.access == "wo" else reset
-                    desc = (f.desc or r.desc).replace("|", "\\|")
+                    desc = f.desc or r.desc
+                    if f.legal:
+                        desc += f"; legal {f.legal_text}, another value is refused"
+                    desc = desc.replace("|", "\\|")
                     lines.append(f"| {addr[0]} | {addr[1]} | {r.name if i == 0 else ''}{label} "
                                  f"| {f.name} | {f.bits} | {f.access.upper()} | {reset} "
                                  f"| {desc} |")
@@ -419,8 +484,10 @@ class RegisterMap:
                 sw, hw = {"rw": ("rw", "r"), "wo": ("w", "r")}.get(
                     f.access, ("r", "na" if const else "w"))
                 props = [f"sw = {sw};", f"hw = {hw};"]
-                if f.desc:
-                    props.append(f"desc = {q(f.desc)};")
+                desc = f.desc + (f"; legal {f.legal_text}, another value is refused"
+                                 if f.legal else "")
+                if desc:
+                    props.append(f"desc = {q(desc)};")
                 hi = f.offset + f.width - 1
                 reset = f" = 0x{f.reset:X}" if (f.access == "rw" or const) else ""
                 # (instance names escaped: field names such as "level" are RDL keywords)
@@ -464,8 +531,10 @@ class RegisterModel:
     """The golden model's register file for a :class:`RegisterMap`.
 
     ``write(addr, value)`` applies a write as the RTL does (read-only fields and unmapped words
-    ignored, writable fields masked to their width) and returns ``(register, flow)`` or
-    ``None``; ``read(addr)`` returns the word the RTL reads back.  Registers whose value lives
+    ignored, writable fields masked to their width, a refused write (a checked field's value
+    not legal) not applied and noted in ``WERR.refused``) and returns ``(register, flow)`` or
+    ``None`` (nothing applied; ``refused`` tells a refused write); ``read(addr)`` returns the
+    word the RTL reads back.  Registers whose value lives
     elsewhere in the model (read-only state, counters) are read through ``sources``
     (``name -> callable`` returning the register word).
     """
@@ -484,6 +553,7 @@ class RegisterModel:
                 self._wide.setdefault(r.wide[0], [None] * r.wide[2])[r.wide[1]] = r
         self.staged = {n: [0] * len(ws) for n, ws in self._wide.items()}
         self.snapshot = {n: [0] * len(ws) for n, ws in self._wide.items()}
+        self.refused = False      # the last write was refused
 
     def __getitem__(self, name: str) -> int:
         return self.values[name]
@@ -495,10 +565,17 @@ class RegisterModel:
         return (word >> f.offset) & ((1 << f.width) - 1)
 
     def write(self, addr: int, value: int):
+        self.refused = False
         hit = self.map.decode(addr)
         if hit is None or not hit[0].writable:
             return None
         reg, flow = hit
+        if not reg.legal_write(value):
+            self.refused = True
+            if WRITE_ERROR_REGISTER in self.values:
+                self.values[WRITE_ERROR_REGISTER] |= 1 << self.map[
+                    WRITE_ERROR_REGISTER].field("refused").offset
+            return None
         store = self.values if flow is None else self.flow_values[flow]
         if reg.wide is None:
             store[reg.name] = value & reg.write_mask
@@ -545,10 +622,12 @@ class CsrBank:
 
     Attributes: ``wstb[name]`` (1 in the cycle a write to the register is applied),
     ``wdata`` (the word being applied; set by :meth:`build`), ``applying`` (a write is
-    applied this cycle).  Per-flow registers: ``flow_wstb[name]`` and ``flow_wflow`` (the
-    write's flow); for reads ``flow_rflow`` / ``flow_rindex`` (the flow and register index at
-    ``raddr``, for the block's memory read port) and ``flow_rdata`` (driven by the block, one
-    cycle after ``raddr``, like the global registers).
+    applied this cycle), ``refused`` (1 in the cycle a write is refused instead: module
+    docstring, "Refused writes"; the map's ``WERR.refused`` is set by :meth:`build`).
+    Per-flow registers: ``flow_wstb[name]`` and ``flow_wflow`` (the write's flow); for reads
+    ``flow_rflow`` / ``flow_rindex`` (the flow and register index at ``raddr``, for the
+    block's memory read port) and ``flow_rdata`` (driven by the block, one cycle after
+    ``raddr``, like the global registers).
     """
 
     def __init__(self, regmap: RegisterMap, *, resets: Mapping[str, int] | None = None,
@@ -571,6 +650,7 @@ class CsrBank:
                      for r in regmap.registers if r.writable}
         self.wdata = None          # the word being applied: set by build()
         self.applying = Signal(name="csr_applying")
+        self.refused = Signal(name="csr_refused")
         self.flow_wstb = {r.name: Signal(name=f"wstb_flow_{r.name.lower()}")
                           for r in regmap.flow_registers}
         fbits = max(1, (regmap.flows - 1).bit_length())
@@ -638,13 +718,26 @@ class CsrBank:
         else:
             raise ValueError(f"delay {delay} must be 0 or 1")
         self.wdata = data
+        refused = Const(0, 1)
         for r in regmap.registers:
             if not r.writable:
                 continue
-            m.d.comb += self.wstb[r.name].eq(self.applying & (addr == r.addr))
+            hit = self.applying & (addr == r.addr)
+            if r.checked:      # a value outside a field's legal ranges: not applied
+                ok = rtl_legal_write(r, data)
+                refused = refused | (hit & ~ok)
+                hit = hit & ok
+            m.d.comb += self.wstb[r.name].eq(hit)
             if r.name in self.storage:
                 with m.If(self.wstb[r.name]):
                     m.d.sync += self.storage[r.name].eq(data[:r.width] & r.write_mask)
+        if any(r.checked for r in regmap.registers):
+            m.d.comb += self.refused.eq(refused)
+        if WRITE_ERROR_REGISTER in self.storage:
+            # (never in the cycle of a WERR write: one write at a time)
+            bit = regmap[WRITE_ERROR_REGISTER].field("refused").offset
+            with m.If(self.refused):
+                m.d.sync += self.storage[WRITE_ERROR_REGISTER][bit].eq(1)
         if regmap.flows:
             top = regmap.addr_width - 1          # the bit that selects the flow windows
             in_flows = addr[top]
@@ -679,3 +772,20 @@ class CsrBank:
             mapped = mapped | (self.flow_rindex == r.addr)
         m.d.sync += in_flows_q.eq(raddr[top] & mapped & (self.flow_rflow < regmap.flows))
         m.d.comb += rdata.eq(Mux(in_flows_q, self.flow_rdata, word))
+
+
+def rtl_legal_write(reg: Register, data: Value) -> Value:
+    """1 when the word ``data`` written to ``reg`` gives every checked field a legal value."""
+    ok = Const(1, 1)
+    for f in reg.fields:
+        if not f.legal:
+            continue
+        v = data[f.offset:f.offset + f.width]
+        in_any = Const(0, 1)
+        for lo, hi in f.legal:
+            # (the bound a field's width already implies is not compared)
+            lo_ok = Const(1, 1) if lo == 0 else v >= lo
+            hi_ok = Const(1, 1) if hi == (1 << f.width) - 1 else v <= hi
+            in_any = in_any | (lo_ok & hi_ok)
+        ok = ok & in_any
+    return ok

@@ -66,9 +66,12 @@ class PrivateCnmGen(wiring.Component):
         The IPv4 packet (``docs/l3qcn.md``, "Private CNM"): 60 + sample_bytes bytes.
     csr_w : In(stream(csr_write_layout)), csr_raddr : In(5), csr_rdata : Out(32)
         The register port (:meth:`PrivateCnmConfig.register_map`): the header fields (source
-        IP, CPID, UDP ports, DSCP, ECN, TTL), reset to the configuration's values.  A write is
-        applied only while no request is held (between packets: the one being sent was loaded
-        whole); requests wait while a write is pending, so the write is never starved.
+        IP, CPID, UDP ports, DSCP, ECN, TTL), reset to the configuration's values, and
+        ``WERR``.  A write is applied only while no request is held (between packets: the one
+        being sent was loaded whole); requests wait while a write is pending, so the write is
+        never starved.  A value outside :data:`~hw.switch.l3qcn_config.PCNM_LEGAL` (a CP
+        IP that is not unicast, UDP destination port 0, ECN Not-ECT or CE, TTL 0) is refused:
+        the register keeps its value, ``WERR.refused`` is set.
 
     Latency and throughput
     ----------------------
@@ -225,8 +228,9 @@ class L3qcnCp(wiring.Component):
         ``roce``: the CNP-QP table's command registers (a write to ``TBL_CMD`` issues the
         command after the CP's lookups and the ``table_cmd`` port's; the table registers take
         no write while it is in flight) and the CNP generator's (``GEN_*``, forwarded); mode
-        ``qcn``: the private CNM generator's header fields (``PCNM_*``, forwarded: applied
-        between packets); the counters; the ID header.
+        ``qcn``: the private CNM generator's header fields and ``WERR`` (``PCNM_*``,
+        forwarded: applied between packets, illegal values refused); the counters; the ID
+        header.
 
     Latency and throughput
     ----------------------
@@ -428,9 +432,10 @@ class L3qcnTor(wiring.Component):
     packet : In(stream(byte_beat_layout(data_bytes)))
         IPv4 packets routed to the ToR's hosts (L2 stripped), wire byte i of a beat in
         ``data[8i:8i+8]``.  Each is classified as in :func:`sim.models.l3qcn.classify`:
-        ``other`` (not IPv4 without options + UDP to the private-CNM port: ignored here,
-        counted), ``malformed`` (to the port but wrong length, IPv4 or UDP checksum, fragment,
-        UDP length or PDU version: dropped, counted) or a private CNM.
+        ``other`` (not IPv4 without options + UDP to the private-CNM port ``PCNM_UDP_PORT``,
+        the value in force when the packet's first beat was taken: ignored here, counted),
+        ``malformed`` (to the port but wrong length, IPv4 or UDP checksum, fragment, UDP
+        length or PDU version: dropped, counted) or a private CNM.
     learn : In(stream(tor_learn_layout))
         5-tuple -> (source MAC, CN-TAG flow ID, VLAN ID) of a data frame entering from a host:
         inserted, or the value refreshed.  Lookups have priority on the table.
@@ -443,8 +448,10 @@ class L3qcnTor(wiring.Component):
     csr_w : In(stream(csr_write_layout)), csr_raddr : In(6), csr_rdata : Out(32)
         The register port (:meth:`L3qcnTorConfig.register_map`): the flow-ID table's command
         registers (a write to ``TBL_CMD`` issues the command after the private CNMs' lookups
-        and the learns; the table registers take no write while it is in flight), the
-        counters, the ID header.
+        and the learns; the table registers take no write while it is in flight),
+        ``PCNM_UDP_PORT`` (the private CNMs' port, applied from the next packet; 0 is refused:
+        the register keeps its value, ``WERR.refused`` is set), the counters, the CNM
+        generator's ``GEN_*``, the ID header.
 
     Latency and throughput
     ----------------------
@@ -493,6 +500,8 @@ class L3qcnTor(wiring.Component):
         m.d.comb += self.packet.ready.eq(~rx_busy)
         beat = self.packet.payload
         nvalid = sum(beat.keep[i] for i in range(DB))     # keep is contiguous low bits
+        first = Signal()                  # the packet's first beat is taken (stage B's port)
+        m.d.comb += first.eq(self.packet.valid & self.packet.ready & (beat_idx == 0))
         with m.If(self.packet.valid & self.packet.ready):
             for k in range(nbeats):      # beats beyond the capture are only counted
                 with m.If(beat_idx == k):
@@ -517,8 +526,11 @@ class L3qcnTor(wiring.Component):
         sum_wait = Signal(range(sum_levels + 1))
 
         # ---- stage B: classification -------------------------------------------------------------
-        other = ((length < 24) | (byte[0] != 0x45) | (byte[9] != 17)
-                 | (udp.dport != pcfg.udp_port))
+        # (the port, a run-time register, is taken with the packet's first beat: a write while a
+        # packet is in the converter applies from the next one, and its classification in states
+        # SUM and CLASSIFY cannot disagree)
+        port = Signal(16, init=pcfg.udp_port)
+        other = ((length < 24) | (byte[0] != 0x45) | (byte[9] != 17) | (udp.dport != port))
         malformed = ((length != CAP) | (ip.total_length != CAP) | (ip_sum != 0xFFFF)
                      | ip.flags[0] | (ip.frag_offset != 0) | (udp.length != pcfg.udp_length)
                      | ((udp.checksum != 0) & (udp_sum != 0xFFFF))
@@ -537,6 +549,8 @@ class L3qcnTor(wiring.Component):
         bank = CsrBank(RegisterMap(regmap.name, tuple(r for r in regmap.registers
                                                       if not r.name.startswith("GEN_")),
                                    regmap.block_type, regmap.version, regmap.desc))
+        with m.If(first):
+            m.d.sync += port.eq(bank["PCNM_UDP_PORT"])
         queued, inflight = Signal(), Signal()
         tbl_status, tbl_result = Signal(3), Signal(FLOW_ID_VALUE)
         reg_go = queued & ~issue & ~self.learn.valid

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..lib.csr import Field, Register, RegisterMap
+from ..lib.csr import Field, Register, RegisterMap, write_error_register
 from ..nic.cnp_config import CnpGenConfig
 from ..params import BlockConfig, ConfigError, check_choice, check_int
 from .cnm_config import CnmGenConfig
@@ -20,7 +20,8 @@ from .qcn_cp_config import QcnCpConfig
 
 __all__ = ["PrivateCnmConfig", "L3qcnCpConfig", "L3qcnTorConfig", "PRIVATE_CNM_PORT",
            "L3QCN_CP_GEN_BASE", "L3QCN_CP_PCNM_BASE", "L3QCN_TOR_GEN_BASE", "generator_window",
-           "PRIVATE_CNM_VERSION", "PRIVATE_CNM_PDU_BYTES", "CNP_TAG_WIDTH"]
+           "PRIVATE_CNM_VERSION", "PRIVATE_CNM_PDU_BYTES", "CNP_TAG_WIDTH", "PCNM_LEGAL",
+           "L3QCN_TOR_PORT_ADDR"]
 
 #: Default UDP destination port of the private CNM: 1021, one of the two ports IANA reserves
 #: for RFC 3692-style experiments (RFC 4727).  No port is assigned to L3QCN (the draft's IANA
@@ -41,6 +42,35 @@ L3QCN_CP_GEN_BASE = 0x30
 L3QCN_CP_PCNM_BASE = 0x30
 #: the ToR's CNM generator's registers at this word + their own address (``GEN_*``)
 L3QCN_TOR_GEN_BASE = 0x18
+#: the ToR's ``PCNM_UDP_PORT`` (the port its parser matches) and ``WERR`` (the next word)
+L3QCN_TOR_PORT_ADDR = 0x0C
+
+#: The legal values of the private CNM's header registers (inclusive ranges; a write of another
+#: value is refused, ``hw/lib/csr.py`` "Refused writes"; the configuration's reset values obey
+#: the same ranges).  The switch originates the packet, so it must be a well-formed one:
+#:
+#: * ``CP_IP`` (the source address): a unicast address.  Not 0.0.0.0/8 ("this network": a
+#:   source only while a host learns its address, RFC 1122 3.2.1.3), not 127/8 (loopback: never
+#:   outside a host, RFC 1122), not 224/4 (multicast: never a source, RFC 1112) nor 240/4 with
+#:   255.255.255.255 (reserved, limited broadcast: never a source, RFC 1122 3.2.1.3).
+#: * ``UDP_PORT`` (destination): 1 ... 65535; port 0 is reserved (RFC 6335; no socket listens
+#:   on it) and the ToR could not be told apart from "no port" by it.  ``UDP_SPORT``: every
+#:   value; RFC 768 makes the source port optional, 0 when unused (no reply is expected).
+#: * ``ECN``: ECT(1) = 1 or ECT(0) = 2.  CE (3) is set only by a congested router (RFC 3168
+#:   section 5): a CNM that leaves the CP marked CE reports a congestion no queue saw.  Not-ECT
+#:   (0) lets an ECN-marking queue on the way back drop the notification where it would mark
+#:   an ECT packet (RFC 3168 section 5, RFC 7567): the CNM is lost exactly when the fabric is
+#:   congested, the case it exists for.
+#: * ``TTL``: 1 ... 255; a datagram with TTL 0 must not be sent (RFC 1122 3.2.1.7) and is
+#:   destroyed by the first router (RFC 791).
+#: * ``CPID_*`` (an identifier, 802.1Qau), ``DSCP`` (every codepoint is valid on the wire,
+#:   RFC 2474): every value.
+PCNM_LEGAL = {
+    "CP_IP": ((0x0100_0000, 0x7EFF_FFFF), (0x8000_0000, 0xDFFF_FFFF)),
+    "UDP_PORT": ((1, 0xFFFF),),
+    "ECN": ((1, 2),),
+    "TTL": ((1, 255),),
+}
 
 
 def generator_window(regmap: RegisterMap, base: int, prefix: str = "GEN_") -> list[Register]:
@@ -48,6 +78,15 @@ def generator_window(regmap: RegisterMap, base: int, prefix: str = "GEN_") -> li
     own word address, for a top's map that forwards them to the generator's register port."""
     return [replace(r, name=f"{prefix}{r.name}", addr=base + r.addr,
                     desc=f"generator: {r.desc}") for r in regmap.registers]
+
+
+def _tor_port_register(port: Register) -> Register:
+    """The ToR's ``PCNM_UDP_PORT``: the generator's ``UDP_PORT`` (field, width, reset, legal
+    values) at the ToR's address, described from the parser's side."""
+    text = ("UDP destination port of the private CNMs (the CPs' PCNM_UDP_PORT); a packet is "
+            "matched with the value in force at its first beat")
+    return replace(port, name="PCNM_UDP_PORT", addr=L3QCN_TOR_PORT_ADDR, desc=text,
+                   fields=(replace(port.fields[0], desc=text),))
 
 
 @dataclass(frozen=True)
@@ -76,6 +115,10 @@ class PrivateCnmConfig(BlockConfig):
 
     def __post_init__(self):
         check_int(self, "cp_ip", self.cp_ip, 0, (1 << 32) - 1)
+        if not any(lo <= self.cp_ip <= hi for lo, hi in PCNM_LEGAL["CP_IP"]):
+            raise ConfigError(self, "cp_ip", self.cp_ip, "a unicast IPv4 address, 1.0.0.0 ... "
+                              "126.255.255.255 or 128.0.0.0 ... 223.255.255.255 (0x01000000 ... "
+                              "0x7EFFFFFF, 0x80000000 ... 0xDFFFFFFF)")
         check_int(self, "cpid", self.cpid, 0, (1 << 64) - 1)
         check_int(self, "udp_port", self.udp_port, 1, 0xFFFF)
         check_int(self, "udp_sport", self.udp_sport, 0, 0xFFFF)
@@ -97,18 +140,22 @@ class PrivateCnmConfig(BlockConfig):
 
     def register_map(self, name: str = "private_cnm") -> RegisterMap:
         """The generator's register map: the packet's header fields, reset to this
-        configuration's values.  A write is applied between packets (no request held)."""
+        configuration's values, then ``WERR``.  A write is applied between packets (no request
+        held); a value outside :data:`PCNM_LEGAL` is refused (the register keeps its value,
+        ``WERR.refused`` is set)."""
         widths = {"CP_IP": 32, "CPID_LO": 32, "CPID_HI": 32, "UDP_PORT": 16, "UDP_SPORT": 16,
                   "DSCP": 6, "ECN": 2, "TTL": 8}
-        desc = {"CP_IP": "IPv4 source address (the CP's)",
+        desc = {"CP_IP": "IPv4 source address (the CP's; unicast)",
                 "CPID_LO": "CPID bits 31..0 (port / priority in the low 16)",
                 "CPID_HI": "CPID bits 63..32 (the CP's MAC, upper 4 bytes)",
-                "UDP_PORT": "UDP destination port (the ToR recognizes it)",
+                "UDP_PORT": "UDP destination port (the ToR's PCNM_UDP_PORT matches it)",
                 "UDP_SPORT": "UDP source port", "DSCP": "IPv4 DSCP",
-                "ECN": "IPv4 ECN (1 or 2: ECT)", "TTL": "IPv4 TTL"}
-        regs = tuple(Register.single(n, widths[n], v, desc=desc[n], addr=i)
+                "ECN": "IPv4 ECN (ECT(1) 1 or ECT(0) 2)", "TTL": "IPv4 TTL"}
+        regs = tuple(Register.single(n, widths[n], v, desc=desc[n], addr=i,
+                                     legal=PCNM_LEGAL.get(n, ()))
                      for i, (n, v) in enumerate(self.registers().items()))
-        return RegisterMap(name, regs, "PCNM", version=(1, 0),
+        regs += (write_error_register(len(regs)),)
+        return RegisterMap(name, regs, "PCNM", version=(1, 1),
                            desc="L3QCN private CNM generator")
 
     @property
@@ -202,8 +249,9 @@ class L3qcnCpConfig(BlockConfig):
             regs += generator_window(self.cnp.register_map(), L3QCN_CP_GEN_BASE)
         else:
             # the private CNM's header fields (source IP, CPID, UDP ports, DSCP, ECN, TTL)
+            # and its WERR
             regs += generator_window(self.private.register_map(), L3QCN_CP_PCNM_BASE, "PCNM_")
-        return RegisterMap(name, tuple(regs), "L3CP", version=(1, 0),
+        return RegisterMap(name, tuple(regs), "L3CP", version=(1, 1),
                            desc=f"L3QCN congestion point, mode {self.mode}")
 
 
@@ -211,8 +259,9 @@ class L3qcnCpConfig(BlockConfig):
 class L3qcnTorConfig(BlockConfig):
     """The ingress ToR's private-CNM-to-CNM converter (``docs/l3qcn.md``, "ToR").
 
-    ``private``: the private CNM format it accepts (``udp_port``, ``sample_bytes``,
-    ``data_bytes`` of the input stream).  ``tor_mac``: the ToR's MAC: the CNM's source address,
+    ``private``: the private CNM format it accepts (``sample_bytes``, ``data_bytes`` of the
+    input stream; ``udp_port``: the reset value of the run-time register ``PCNM_UDP_PORT``, the
+    port the parser matches).  ``tor_mac``: the ToR's MAC: the CNM's source address,
     and its encapsulated destination MAC (hosts send routed traffic to their gateway).  The
     CNM's CPID is the remote CP's, carried by the private CNM.
     ``cnm_pcp``: priority of the CNM's VLAN tag.  ``buckets``, ``ways``, ``hash_seed``: the
@@ -242,8 +291,10 @@ class L3qcnTorConfig(BlockConfig):
     def register_map(self, name: str = "l3qcn_tor") -> RegisterMap:
         """The ToR's register map: the flow-ID table's command registers (key: the 5-tuple;
         value: source MAC, CN-TAG flow ID, VLAN ID), the result of the last register-issued
-        command, the counters and the identification header.  A write to ``TBL_CMD`` issues
-        the command; until its result is in (``busy`` = 0) the table registers take no write."""
+        command, ``PCNM_UDP_PORT`` (the private CNMs' port: the CP's register of that name,
+        its width, reset and legal values) and ``WERR``, the counters, the CNM generator's
+        registers and the identification header.  A write to ``TBL_CMD`` issues the command;
+        until its result is in (``busy`` = 0) the table registers take no write."""
         ro = "ro"
         regs = [
             Register.single("TBL_SRC_IP", 32, desc="table key: source IP", addr=0),
@@ -271,6 +322,9 @@ class L3qcnTorConfig(BlockConfig):
             Register("RES_FLOW", (Field("rpid", 16, ro, desc="... flow ID"),
                                   Field("vid", 12, ro, desc="... VLAN ID")),
                      "the last command's value: flow ID and VLAN"),
+            # the CP's PCNM_UDP_PORT itself (one software value configures both), then WERR
+            _tor_port_register(self.private.register_map()["UDP_PORT"]),
+            write_error_register(L3QCN_TOR_PORT_ADDR + 1),
         ]
         text = {"cnms": "CNMs emitted", "other": "packets ignored (not a private CNM)",
                 "malformed": "private CNMs dropped as malformed",
@@ -281,7 +335,7 @@ class L3qcnTorConfig(BlockConfig):
             regs.append(Register(c.upper(), (Field(c, 32, ro, desc=t + suffix),), t, 0x10 + i))
         # the CNM generator's run-time knobs (the CNMs' source MAC, their priority)
         regs += generator_window(self.cnm_config().register_map(), L3QCN_TOR_GEN_BASE)
-        return RegisterMap(name, tuple(regs), "L3TR", version=(1, 0),
+        return RegisterMap(name, tuple(regs), "L3TR", version=(1, 1),
                            desc="L3QCN ingress ToR: private CNM to CNM")
 
     def cnm_config(self) -> CnmGenConfig:

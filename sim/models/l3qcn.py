@@ -202,8 +202,9 @@ def build_private_cnm(cfg: PrivateCnmConfig, r: PrivateCnmRequest,
 class PrivateCnmGenModel:
     """The private CNM generator with its run-time registers
     (:meth:`PrivateCnmConfig.register_map`): ``write`` / ``read`` as the RTL's register port
-    (a write applies before the next packet, as the RTL's between packets), ``packet`` builds
-    the next private CNM from the registers' current values."""
+    (a write applies before the next packet, as the RTL's between packets; a value outside
+    ``PCNM_LEGAL`` is refused: the register keeps its value, ``WERR.refused`` is set),
+    ``packet`` builds the next private CNM from the registers' current values."""
 
     def __init__(self, cfg: PrivateCnmConfig):
         self.cfg = cfg
@@ -226,14 +227,16 @@ def _s16(v: int) -> int:
     return v - (1 << 16) if v >> 15 else v
 
 
-def classify(cfg: PrivateCnmConfig, pkt: bytes) -> tuple[str, PrivateCnm | None]:
+def classify(cfg: PrivateCnmConfig, pkt: bytes,
+             udp_port: int | None = None) -> tuple[str, PrivateCnm | None]:
     """``("other", None)``: not for the private-CNM port (not IPv4 without options + UDP to
-    ``cfg.udp_port``, or shorter than 24 bytes); ``("malformed", None)``: to the port but
-    not a valid private CNM (length, IPv4 checksum, fragment, UDP length or checksum, version);
-    ``("cnm", PrivateCnm)``."""
+    ``udp_port`` (default ``cfg.udp_port``; the ToR's ``PCNM_UDP_PORT``), or shorter than 24
+    bytes); ``("malformed", None)``: to the port but not a valid private CNM (length, IPv4
+    checksum, fragment, UDP length or checksum, version); ``("cnm", PrivateCnm)``."""
     if len(pkt) < 24 or pkt[0] != 0x45 or pkt[9] != 17:
         return "other", None
-    if int.from_bytes(pkt[22:24], "big") != cfg.udp_port:
+    port = cfg.udp_port if udp_port is None else udp_port
+    if int.from_bytes(pkt[22:24], "big") != port:
         return "other", None
     if len(pkt) != cfg.packet_bytes:
         return "malformed", None
@@ -368,8 +371,9 @@ class L3qcnCpModel:
 
 class TorModel:
     """The ingress ToR: learns 5-tuple -> (MAC, flow ID, VID) from host data frames, turns
-    private CNMs into standard CNMs.  Counters: ``cnms``, ``other``, ``malformed``, ``misses``
-    (private CNMs whose flow is unknown: no CNM), ``full`` (learns rejected)."""
+    private CNMs (UDP to the run-time register ``PCNM_UDP_PORT``) into standard CNMs.
+    Counters: ``cnms``, ``other``, ``malformed``, ``misses`` (private CNMs whose flow is
+    unknown: no CNM), ``full`` (learns rejected)."""
 
     def __init__(self, cfg: L3qcnTorConfig):
         self.cfg = cfg
@@ -430,7 +434,8 @@ class TorModel:
         return self.flows.full
 
     def receive(self, pkt: bytes) -> bytes | None:
-        kind, p = classify(self.cfg.private, pkt)
+        """A packet (its first beat after every earlier register write): the CNM, if any."""
+        kind, p = classify(self.cfg.private, pkt, self.csr["PCNM_UDP_PORT"])
         if kind != "cnm":
             setattr(self, kind, getattr(self, kind) + 1)
             return None
