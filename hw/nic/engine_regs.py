@@ -75,16 +75,21 @@ def window_words(dp) -> list[tuple[int, str, int, int]]:
 def flow_window_registers(dp, field_desc: dict[str, str] | None = None) -> tuple[Register, ...]:
     """One flow's window: a read-write word per state field of datapath ``dp`` (in the order
     of its ``state_layout``; a field wider than 32 bits: its words ``NAME_W0``..., low word
-    first, with the atomic rules of :mod:`hw.lib.csr`), then ``CTRL``."""
+    first, with the atomic rules of :mod:`hw.lib.csr`), then ``CTRL``.  The fields named in
+    the datapath's optional ``window_readonly`` are read-only words (a write is taken and
+    ignored: no operation), for a field whose WRITE would be unsafe (the pacer's grant count,
+    whose every change is streamed on ``rate`` as a grant)."""
     field_desc = field_desc or {}
+    readonly = set(getattr(dp, "window_readonly", ()))
     regs = []
     for name, f in data.Layout.cast(dp.state_layout):
         if name.upper() == "CTRL":
             raise ConfigError(dp, "state field", name, "a name other than ctrl (the window's "
                               "control word)")
-        regs += wide_registers(name, f.width, desc=field_desc.get(
+        ro = name in readonly
+        regs += wide_registers(name, f.width, access="ro" if ro else "rw", desc=field_desc.get(
             name, f"state field {name}" + (" (a write is a ctl WRITE)" if f.width <= 32
-                                           else "")))
+                                           and not ro else "")))
     regs.append(Register("CTRL", (
         Field("start", 1, "wo", desc="1: START (state := init, en := 1)"),
         Field("stop", 1, "wo", desc="1: STOP (en := 0, state kept)"),
@@ -95,10 +100,12 @@ def flow_window_registers(dp, field_desc: dict[str, str] | None = None) -> tuple
 
 
 def engine_register_map(name: str, dp, block_type: str, desc: str = "",
-                        reg_desc: dict[str, str] | None = None, flows: int = 0) -> RegisterMap:
+                        reg_desc: dict[str, str] | None = None, flows: int = 0,
+                        field_desc: dict[str, str] | None = None) -> RegisterMap:
     """The register map of an engine around datapath ``dp`` (its ``regs``: ``(name, width,
     reset)``); ``reg_desc``: descriptions by register name (lower case); ``flows``: the
-    engine's flow count, for the per-flow windows (0: none)."""
+    engine's flow count, for the per-flow windows (0: none); ``field_desc``: the window
+    words' descriptions by state field name."""
     from .flow_engine import COUNTERS, LATE_BUCKETS, WHEEL_STATS
     reg_desc = reg_desc or {}
     regs = [Register.single(n.upper(), w, reset, desc=reg_desc.get(n, ""))
@@ -116,7 +123,7 @@ def engine_register_map(name: str, dp, block_type: str, desc: str = "",
             text += " (saturating)"
         regs.append(Register(n.upper(), (Field(n, 32, "ro", desc=text),), text,
                              COUNTER_BASE + i))
-    window = flow_window_registers(dp) if flows else ()
+    window = flow_window_registers(dp, field_desc) if flows else ()
     regmap = RegisterMap(name, tuple(regs), block_type, version=(1, 1 if flows else 0),
                          desc=desc, flows=flows, flow_registers=window)
     assert regmap.header_offset == 1 << CSR_ADDR_WIDTH, "the header sits above the engine's map"
@@ -146,7 +153,8 @@ class EngineRegs(wiring.Component):
     is in the engine's order before any later access.  A read (``csr_rstb``) issues ``{f,
     READ}`` and raises ``csr_rack`` with the field (``CTRL``: ``en`` at bit 8) the cycle after
     it takes the engine's ``rd`` answer: the state after every event taken before the READ.
-    Without ``csr_rstb`` a window word reads 0.
+    Without ``csr_rstb`` a window word reads 0.  A read-only word (the datapath's
+    ``window_readonly`` fields) reads like any other and takes a write at once, ignoring it.
 
     Wide fields (``NAME_W0``, ``NAME_W1``, ...; :mod:`hw.lib.csr`, "Wide fields"): a write of
     a high word is taken at once (``csr_w.ready``) into the field's staged word, no
@@ -309,16 +317,20 @@ class EngineRegs(wiring.Component):
         w_field = Signal.like(req.field, name="win_w_field")
         w_value = Signal.like(req.value, name="win_w_value")
         w_high = Signal(name="win_w_high")
+        w_ro = Signal(name="win_w_ro")              # a read-only word: no operation
+        readonly = set(getattr(self.dp, "window_readonly", ()))
         with m.Switch(w_index):
             for a, (i, name, j, nw) in enumerate(words):
                 with m.Case(a):
                     m.d.comb += w_field.eq(i)
-                    if j:
+                    if name in readonly:
+                        m.d.comb += w_ro.eq(1)
+                    elif j:
                         m.d.comb += w_high.eq(1)
                     else:       # W0 commits the whole field: its data and the staged words
                         m.d.comb += w_value.eq(Cat(w.payload.data, *(
                             staged[name, x] for x in range(1, nw))))
-        w_has_op = w_win & flow_ok(waddr) & (((w_index < n_words) & ~w_high)
+        w_has_op = w_win & flow_ok(waddr) & (((w_index < n_words) & ~w_high & ~w_ro)
                                              | ((w_index == n_words) & (cmd != 0)))
         with m.If(w.valid & w_win & flow_ok(waddr) & w_high):     # (ready at once)
             with m.Switch(w_index):

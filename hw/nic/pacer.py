@@ -27,10 +27,12 @@ event):
    fraction; then packet mode: next += ival, the old deadline plus the interval, never ``t``
    plus it: no drift; byte mode: wait := 1); without one, ``armed := 0`` (the flow went idle
    at its send time: it keeps no credit);
-2. event: ``tx`` {count n, size}: backlog += n; if the backlog was 0 (and n > 0) and the flow
-   is not waiting, it is armed at ``max(next, t)``; a ``size`` (!= 0) while a byte-mode flow
-   waits is the report: next += size x ival, wait := 0, last := size (if that time is past:
-   kept, the grant is late, unless the flow had no backlog: then ``t``);
+2. event: ``tx`` {count n, size}: backlog += n; if the backlog was 0 or the flow is not armed
+   (and n > 0) and the flow is not waiting, it is armed at ``max(next, t)`` (an unarmed flow:
+   at ``t``; "not armed with a backlog" is only reachable by a register write, docs/pacer.md
+   "Registers and ports": the enqueue arms it as if it were idle); a ``size`` (!= 0) while a
+   byte-mode flow waits is the report: next += size x ival, wait := 0, last := size (if that
+   time is past: kept, the grant is late, unless the flow had no backlog: then ``t``);
    ``cn`` (payload: a new interval): ival := new, and an armed flow's pending send time moves
    to ``max(next + d, t)`` with d = new - old (packet mode) or last x (new - old) (byte mode,
    not waiting): the new interval counts from the previous grant;
@@ -102,6 +104,10 @@ class PacerDatapath(FlowDatapath):
         self.cn_layout = data.StructLayout({"ival": cfg.ival_width})
         self.tx_bytes_width = cfg.tx_width
         self.rate_field = "grants"
+        # the register window (hw.nic.engine_regs): a WRITE of grants would be streamed on rate
+        # as a grant (a phantom packet), of wait would park a byte-mode flow until a report
+        # that never comes: both read-only there (the engine's ctl stream can still write them)
+        self.window_readonly = ("grants", "wait")
         self.regs = [("ival_init", cfg.init_reg_width, min(100 << cfg.frac_bits,
                                                           (1 << cfg.init_reg_width) - 1)),
                      ("burst", cfg.burst_width, cfg.burst_max),
@@ -199,8 +205,10 @@ class PacerDatapath(FlowDatapath):
         bl2 = named_wire(m, "pc_bl2", Mux(is_tx, Mux(total > bl_max, bl_max, total), bl1),
                          width=cfg.backlog_width)
         future1 = ~time_le(next1[F:], t, W)
-        # (a flow waiting for a size report keeps its pending charge: not re-armed)
-        arm = named_wire(m, "pc_arm", is_tx & (bl1 == 0) & (n != 0) & ~wait1)
+        # (a flow waiting for a size report keeps its pending charge: not re-armed; a flow
+        # with a backlog but not armed, which only a register write makes, is armed like an
+        # idle one: ~armed1 is early, the OR is off the bl1 carry path)
+        arm = named_wire(m, "pc_arm", is_tx & ((bl1 == 0) | ~armed1) & (n != 0) & ~wait1)
         # (new - old is signed: the assignment to an NW-bit wire sign-extends it)
         diff = named_wire(m, "pc_diff", cn.ival - s.ival, width=NW)
         cand_p = named_wire(m, "pc_cand_p", (next1 + diff)[:NW], width=NW)
@@ -283,7 +291,10 @@ class PacerDatapath(FlowDatapath):
 
 
 def pacer_engine(config: PacerConfig | None = None):
-    """The pacer top: :class:`~hw.nic.flow_engine.FlowEngine` around a :class:`PacerDatapath`."""
+    """The pacer top: :class:`~hw.nic.flow_engine.FlowEngine` around a :class:`PacerDatapath`,
+    with the register map's identification header and per-flow windows
+    (:meth:`PacerConfig.register_map`, :class:`hw.nic.engine_regs.EngineRegs`)."""
+    from .engine_regs import EngineRegs
     from .flow_engine import FlowEngine
     cfg = PacerConfig() if config is None else config
-    return FlowEngine(cfg.engine, PacerDatapath(cfg))
+    return EngineRegs(FlowEngine(cfg.engine, PacerDatapath(cfg)), cfg.register_map())

@@ -129,6 +129,45 @@ class PacerConfig(BlockConfig):
         return (self.grant_width + self.backlog_width + 1 + self.next_width
                 + self.ival_width + (2 + self.size_width if self.byte_mode else 0))
 
+    def register_map(self, name: str = "pacer"):
+        """The pacer top's register map (:func:`hw.nic.engine_regs.engine_register_map`, block
+        type ``PACE``): the knobs ``IVAL_INIT``, ``BURST``, ``WC`` (and ``BYTES_INIT`` in a
+        byte-mode build) at words 0 ..., reset to this configuration's values, the engine's
+        counters from 0x80, the header at 0x100 and a window per flow: ``GRANTS`` (read-only),
+        ``BACKLOG``, ``ARMED``, ``NEXT_W0/W1`` and ``IVAL_W0/W1`` (``next`` is W + F = 42 bits
+        and ``ival`` 40 at the defaults: two words each, written atomically), the byte-mode
+        fields, ``CTRL``.  docs/pacer.md, "Registers and ports", has the write rules."""
+        from .engine_regs import engine_register_map
+        from .pacer import PacerDatapath
+        F, W = self.frac_bits, self.engine.time_width
+        reg_desc = {
+            "ival_init": f"the interval a START/RESET loads, UQ{self.ival_int_bits}.{F} cycles "
+                         "(the low 32 bits of ival)",
+            "burst": "the burst cap, cycles: a late grant's deadline is raised to at least "
+                     "t - burst (0: no catch-up; the maximum never caps)",
+            "wc": "1: work-conserving (an empty tx, a pull, grants an armed backlogged flow "
+                  "early and restarts its grid)",
+            "bytes_init": "the byte-mode bit a START/RESET loads (1: the flow paces bytes)",
+        }
+        field_desc = {
+            "grants": "grants so far (wraps to 1; read-only here: every change of it is a "
+                      "grant record on rate)",
+            "backlog": "packets waiting (saturating)",
+            "armed": "1: next is a live deadline (write 1 last to arm a flow by hand)",
+            "next": f"the next send time, UQ{W}.{F} cycles biased by 1 - 2**-{F} (a write of "
+                    "an armed flow re-schedules it at once)",
+            "ival": f"the interval, UQ{self.ival_int_bits}.{F} cycles (per byte in byte "
+                    "mode; a write counts from the next grant, a cn moves the pending one)",
+            "bytes": "1: byte mode (each grant charged its reported size)",
+            "wait": "1: a byte-mode grant waits for its size report (read-only here)",
+            "last": "the size of the last packet charged, bytes",
+        }
+        return engine_register_map(
+            name, PacerDatapath(self), "PACE",
+            f"multi-flow pacer, {self.engine.n_flows} flows"
+            + (", byte mode" if self.byte_mode else ""),
+            reg_desc=reg_desc, flows=self.engine.n_flows, field_desc=field_desc)
+
     def interval_for(self, rate_bps: float, packet_bytes: int) -> int:
         """The interval (UQ.F cycles) of ``packet_bytes``-byte packets at ``rate_bps``: the
         exact ``clk_hz x 8 x packet_bytes / rate`` rounded UP to the next 2**-F cycle (so the

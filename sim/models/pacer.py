@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from hw.nic.flow_datapath import EventKind
+from hw.nic.flow_datapath import CtlOp, EventKind
 from hw.nic.pacer import PacerDatapath
 
 from .flow_datapath import FlowDatapathModel, ModelOut, time_le_int
 
-__all__ = ["PacerDatapathModel", "ideal_time", "ideal_times", "GrantLog"]
+__all__ = ["PacerDatapathModel", "PacerRegsModel", "ideal_time", "ideal_times", "GrantLog"]
 
 
 class PacerDatapathModel(FlowDatapathModel):
@@ -90,7 +90,9 @@ class PacerDatapathModel(FlowDatapathModel):
                 nxt = (s["next"] + size * s["ival"]) & self.nmask
                 s["next"] = nxt if (had or not due_at(nxt)) else tb
                 s["wait"], s["last"] = 0, size
-            if had == 0 and n and not s.get("wait", 0):
+            # (an unarmed flow with a backlog, which only a register write makes, is armed by
+            # an enqueue as an idle one is)
+            if (had == 0 or not s["armed"]) and n and not s.get("wait", 0):
                 future = s["armed"] and not due_at(s["next"])
                 if not future:
                     s["next"] = tb
@@ -123,6 +125,79 @@ class PacerDatapathModel(FlowDatapathModel):
                 s["next"] = (tb + s["ival"]) & self.nmask
         wake = (s["next"] >> F) if s["armed"] and not s.get("wait", 0) else None
         return ModelOut(s, wake, granted, late)
+
+
+# -- the register window ------------------------------------------------------------------------
+
+class PacerRegsModel:
+    """The pacer top's per-flow register window (:meth:`hw.nic.pacer_config.PacerConfig.
+    register_map` through :class:`hw.nic.engine_regs.EngineRegs`) over a
+    :class:`~sim.models.flow_engine.FlowEngineModel`: the golden
+    :class:`hw.lib.csr.RegisterModel` keeps the wide-field rules (a high word's write staged,
+    ``W0``'s write committing the whole field, ``W0``'s read snapshotting the high words);
+    this class turns window accesses into the engine's control operations.
+
+    :meth:`write` returns the operation a window write issues, ``(flow, op, field, value)``,
+    or ``None`` (a high word staged, a read-only word, ``CTRL`` without a command, an
+    unmapped word).  A window read of a narrow word or of ``W0`` is a READ: call
+    :meth:`latch` with the flow when the engine takes that READ (its answer is the state
+    then), then :meth:`read` gives the word; a high word's :meth:`read` answers from the
+    snapshot without an operation (:meth:`is_read_op` tells which)."""
+
+    def __init__(self, regmap, engine_model):
+        from hw.nic.engine_regs import CTRL_EN_BIT
+        self.map, self.engine = regmap, engine_model
+        self.regs = regmap.model()
+        self.fields = engine_model.fields          # ctl field numbers, state_layout order
+        self.en_bit = CTRL_EN_BIT
+        self.en = [0] * regmap.flows             # CTRL.en as of the last latch of the flow
+
+    def _field_of(self, reg):
+        return reg.wide[0] if reg.wide else reg.name.lower()
+
+    def write(self, addr: int, value: int):
+        from hw.nic.engine_regs import CTRL_RESET, CTRL_START, CTRL_STOP
+        hit = self.map.decode(addr)
+        if hit is None or hit[1] is None:
+            return None
+        reg, flow = hit
+        if reg.name == "CTRL":
+            for bit, op in ((CTRL_START, CtlOp.START), (CTRL_STOP, CtlOp.STOP),
+                            (CTRL_RESET, CtlOp.RESET)):
+                if value & bit:                  # several bits: the lowest
+                    return (flow, op, 0, 0)
+            return None
+        if self.regs.write(addr, value) is None:  # read-only: ignored
+            return None
+        if reg.wide and reg.wide[1]:             # a high word: staged only
+            return None
+        name = self._field_of(reg)
+        words = [r for r in self.map.flow_registers if self._field_of(r) == name]
+        whole = sum(self.regs.flow_values[flow][r.name] << (32 * i)
+                    for i, r in enumerate(words))
+        return (flow, CtlOp.WRITE, self.fields.index(name), whole)
+
+    def is_read_op(self, addr: int) -> bool:
+        """A read of ``addr`` issues a READ (a window word that is not a wide field's high
+        word)."""
+        hit = self.map.decode(addr)
+        return hit is not None and hit[1] is not None and not (hit[0].wide and hit[0].wide[1])
+
+    def latch(self, flow: int) -> None:
+        """The engine took a window READ of ``flow``: its answer is the state now."""
+        state = self.engine.state(flow)
+        self.en[flow] = state["en"]
+        for r in self.map.flow_registers:
+            if r.name != "CTRL":
+                j = r.wide[1] if r.wide else 0
+                self.regs.flow_values[flow][r.name] = \
+                    (state["algo"][self._field_of(r)] >> (32 * j)) & r.fields[0].mask
+
+    def read(self, addr: int) -> int:
+        hit = self.map.decode(addr)
+        if hit is not None and hit[1] is not None and hit[0].name == "CTRL":
+            return self.en[hit[1]] << self.en_bit
+        return self.regs.read(addr)
 
 
 # -- the ideal reference ------------------------------------------------------------------------
