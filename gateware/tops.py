@@ -239,6 +239,16 @@ def _swift_engine(cfg):
     return swift_engine(cfg)
 
 
+def _swift_nic_config():
+    from hw.nic.swift_nic import SwiftNicConfig
+    return SwiftNicConfig.for_flows(1024)
+
+
+def _swift_nic(cfg):
+    from hw.nic.swift_nic import SwiftNic
+    return SwiftNic(cfg)
+
+
 def _qcn_engine(cfg):
     from hw.nic.qcn_engine import qcn_engine
     return qcn_engine(cfg)
@@ -351,6 +361,11 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     Top("swift_engine_1k", _swift_engine_config(), _swift_engine,
         "Swift engine, 1024 flows in block RAM, the window update and pacing delay per ACK",
         default=False),
+    # Swift's sub-one-packet release: the engine's pace records feed the pacer's intervals
+    # (docs/swift.md, "The NIC composition"; two engines, two wheels: not in the default set).
+    Top("swift_nic_1k", _swift_nic_config(), _swift_nic,
+        "Swift engine + multi-flow pacer, 1024 flows: pace records -> pacer intervals, grants "
+        "out, one register port (both maps)", default=False),
     # QCN CNM frame generator (docs/qcn.md, "CNM frame generator").
     Top("cnm_gen", CnmGenConfig(), _cnm_gen,
         "QCN CNM generator, 64 sampled MSDU bytes, 8 bytes per beat"),
