@@ -162,7 +162,7 @@ def test_rtl_matches_model(p_ready):
 # ---- the pipeline's hazards: a command right behind others of the same bucket / key ------------
 
 #: stages between the accepting edge and the result (HashTable.LATENCY); the forwarding covers
-#: the commands up to 4 slots ahead, the tests go one further
+#: the commands up to LATENCY - 1 (5) slots ahead, the tests go two further
 DISTANCES = range(1, HashTable.LATENCY + 2)
 
 
@@ -365,3 +365,17 @@ def test_random_hot_keys(cfg):
     for p_ready in (1.0, 0.7):               # one command per clock; then back-pressure
         _, expected = check_against_model(cfg, ops, p_ready=p_ready, seed=seed)
         assert {r.status for r in expected} == set(HtStatus)
+
+
+def test_counters_saturate():
+    """8-bit counters: 300 lookups of absent keys and 300 refused ADDs, back to back, leave
+    ``lookups``, ``misses`` and ``full`` at 255 (the counters saturate, never wrap), the
+    occupancy at the 2 keys stored."""
+    cfg = HashTableConfig(buckets=4, ways=1, key_width=8, value_width=4, counter_width=8)
+    k0, k1, k2 = colliding_keys(cfg, 3, random.Random(7))
+    absent = next(k for k in range(256) if k not in (k0, k1))
+    ops = [(HtOp.ADD, k0, 1, 0), (HtOp.ADD, k1, 2, 0)]
+    ops += [(HtOp.LOOKUP, absent, 0, 0)] * 300 + [(HtOp.ADD, k2, 3, 0)] * 300
+    log = run_timed(cfg, ops)
+    assert [r.status for r in log["got"][-300:]] == [HtStatus.FULL] * 300
+    assert log["counters"] == (2, 255, 255, 255)

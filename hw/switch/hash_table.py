@@ -9,11 +9,12 @@ from __future__ import annotations
 from functools import reduce
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import HtOp, HtStatus, ht_command_layout, ht_entry_layout, ht_result_layout
-from ..lib.arith import popcount, saturating_inc
+from ..lib.arith import popcount
+from ..lib.bram import Bram
 from .hash_table_config import HashTableConfig
 
 __all__ = ["HashTable", "h3_hash"]
@@ -54,50 +55,58 @@ class HashTable(wiring.Component):
 
     Organisation
     ------------
-    One memory per (side, way), ``buckets / 2`` deep, ``1 + key + value`` bits (valid, key,
-    value); read ports not transparent, nothing but a register after a block RAM output and
-    before its address or write inputs.  Four pipeline stages, all moving together, then the
-    result register:
+    One block RAM per (side, way), ``buckets / 2`` deep, ``1 + key + value`` bits (valid, key,
+    value), a :class:`hw.lib.bram.Bram` (read latency 2; on the ECP5 the DP16KD's own output
+    register), nothing but a register before its address or write inputs and nothing but one
+    LUT before a register after its output.  Six edges from a command to its result, the
+    five stages moving together:
 
     1. the accepting edge registers the command and its candidate indexes ``h0(key)``,
-       ``h1(key)`` (the CRC XOR trees);
-    2. the next edge reads the ``2 ways`` candidate entries;
-    3. the words are registered as read;
-    4. the full stored keys are compared with the command's key; registered per way: hit,
-       valid, value;
-    5. the decision (status; for a new key the candidate with more free ways, side 0 on a
+       ``h1(key)`` (the CRC XOR trees), the read address of the ``2 ways`` RAMs;
+    2. the next edge reads the candidate entries into the RAMs' read registers;
+    3. the edge after it brings them to the RAMs' output registers;
+    4. the stored keys are compared with the command's ``CHUNK`` (2) bits at a time, each
+       compare registered, beside the entries' valid bits and values;
+    5. the AND of each way's compares (hit per way), registered;
+    6. the decision (status; for a new key the candidate with more free ways, side 0 on a
        tie, and its lowest free way) registers the result and the write record (ways,
        entry); the record is written to the block RAMs at the following edge.
 
-    Forwarding: a command reads the RAMs before the writes of the 4 commands ahead of it
-    have reached them.  Their write records (the last two kept: ways written per side, index,
-    entry) are laid over its entries, each where it is known: the writes of the commands 4 and
-    3 ahead when its words are registered (per way: overwritten / valid / this key, beside
-    the raw words), of the command 2 ahead at the compare; the later write of a way wins, and
-    a way overwritten with the command's own key has the value of the latest write of that key
-    (a key is stored at most once).  At the decision, the command 1 ahead: its write frees or
-    fills a way (the free ways are corrected); if it had the same key, where that key is after
-    it (present, way, value, registered with its decision) replaces the compare, and a command
-    of another key changes no hit (it writes a free way or its own key's way).  "Same bucket"
-    (index) and "same key" flags are computed from registers before they are used, the keys
-    byte by byte one stage and the AND of the bytes the next.  A read colliding with the write
-    of the same word at the same edge (undefined on a block RAM; the memories carry
-    ``no_rw_check`` so that Yosys adds no read-first logic after them) is always overridden
-    by that write's record.
+    Forwarding: a command reads the RAMs before the writes of the 5 commands ahead of it
+    have reached them (the command 5 ahead is written at the very edge of the read, which the
+    block RAM leaves undefined).  Their write records (the last two kept: ways written per
+    side, index, entry) are laid over its entries, each where it is known, as masks beside
+    the words (per way: overwritten / valid / this key; the value of the latest write of this
+    key): the writes of the commands 5 and 4 ahead while the RAMs read, of the command 3
+    ahead with the key compares, of the command 2 ahead with their AND; the later write of a
+    way wins, and a way overwritten with the command's own key has the value of the latest
+    write of that key (a key is stored at most once).  At the decision, the command 1 ahead:
+    the ways it freed (a REMOVE) or filled (an insert) in this command's buckets are
+    registered with its decision (``f_clr``, ``f_set``) and correct the free ways; if it had
+    the same key, where that key is after it (present, way, value, registered with its
+    decision) replaces the compare, and a command of another key changes no hit (it writes a
+    free way or its own key's way).  "Same bucket" (index) and "same key" flags are computed
+    from registers before they are used, the keys byte by byte one stage and the AND of the
+    bytes the next; what the decision writes is decoded from the op a stage ahead.
 
     After reset, ``cmd.ready`` stays low for ``buckets / 2`` cycles while every bucket is
-    cleared (block RAM contents are not reset by ``rst``).
+    cleared through the write record (block RAM contents are not reset by ``rst``).
 
     Latency and throughput
     ----------------------
     One command per clock with no bubble, whatever the keys; its result is valid
-    ``LATENCY`` = 5 edges after the command is accepted (2 before the pipelining), in order.
-    ``result`` back-pressure stalls the whole pipeline (``cmd.ready`` low).
+    ``LATENCY`` = 6 edges after the command is accepted (2 before the pipelining), in order.
+    ``result`` back-pressure stalls the whole pipeline (``cmd.ready`` low).  ``occupancy``
+    counts the write being made; ``lookups``, ``misses`` and ``full`` count a result the
+    cycle after it appears on ``result``.
     """
 
     #: clock cycles from a command's handshake on ``cmd`` to its result's on ``result`` (with
-    #: ``result.ready`` high): the accepting edge, 3 more stages, the result register
-    LATENCY = 5
+    #: ``result.ready`` high): the accepting edge, 4 more stages, the result register
+    LATENCY = 6
+    #: key bits compared per LUT right after the block RAM's output register (2 + 2 bits: one
+    #: LUT4), each compare registered; their AND is the next stage
+    CHUNK = 2
 
     def __init__(self, config: HashTableConfig):
         if not isinstance(config, HashTableConfig):
@@ -122,22 +131,8 @@ class HashTable(wiring.Component):
         IW, VW = cfg.index_width, cfg.value_width
         SIDES = (0, 1)
 
-        # ---- submodules: one block RAM per (side, way); reads not transparent ----------------
-        rports, wports = [], []              # [side][way]
-        for side in SIDES:
-            rps, wps = [], []
-            for w in range(W):
-                # a read colliding with a write of the same word is never used (the write's
-                # record overrides it): no read-first emulation logic after the block RAM
-                mem = memory.Memory(shape=entry, depth=cfg.side_buckets, init=[],
-                                    attrs={"no_rw_check": 1})
-                m.submodules[f"side{side}_way{w}"] = mem
-                wps.append(mem.write_port())
-                rps.append(mem.read_port())
-            rports.append(rps)
-            wports.append(wps)
-
-        # ---- handshake: every stage moves on ``advance`` -------------------------------------
+        # ---- the block RAMs: one per (side, way), read latency 2 (hw.lib.bram.Bram: on the
+        # ECP5 the DP16KD's own output register), all of a side read at one address ---------
         clearing = Signal(init=1)                      # clearing all buckets after reset
         clear_idx = Signal(IW)
         out = self.result
@@ -145,27 +140,28 @@ class HashTable(wiring.Component):
         m.d.comb += [advance.eq(~out.valid | out.ready),
                      self.cmd.ready.eq(advance & ~clearing)]
         accept = self.cmd.valid & self.cmd.ready
+        # stage 1's indexes: the RAMs' read address (a register; the read moves on ``advance``)
+        raddr = [Signal(IW, name=f"s1_index{side}") for side in SIDES]
+        rams = [[Bram(entry, cfg.side_buckets, name=f"side{side}_way{w}", r_addr=raddr[side],
+                      r_en=advance) for w in range(W)] for side in SIDES]
 
-        # ---- stage registers: the command in stage k (1..4) and its two bucket indexes (data
+        # ---- stage registers: the command in stage k (1..5) and its two bucket indexes (data
         # registers without reset: a reset would put a LUT between a block RAM and its register)
-        valid = [None] + [Signal(name=f"s{k}_valid") for k in range(1, 5)]
+        S = 5                                          # the decision stage
+        valid = [None] + [Signal(name=f"s{k}_valid") for k in range(1, S + 1)]
         cmd = [None] + [Signal(cmd_layout, name=f"s{k}_cmd", reset_less=True)
-                        for k in range(1, 5)]
-        # stage 1's indexes are the read ports' address registers themselves
-        index = [None, [rports[side][0].addr for side in SIDES]]
-        index += [[Signal(IW, name=f"s{k}_index{side}") for side in SIDES] for k in range(2, 5)]
+                        for k in range(1, S + 1)]
+        index = [None, raddr]
+        index += [[Signal(IW, name=f"s{k}_index{side}") for side in SIDES]
+                  for k in range(2, S + 1)]
         with m.If(advance):
             m.d.sync += [valid[1].eq(accept), cmd[1].eq(self.cmd.payload)]
-            for k in (2, 3, 4):
+            for k in range(2, S + 1):
                 m.d.sync += [valid[k].eq(valid[k - 1]), cmd[k].eq(cmd[k - 1])]
             for side in SIDES:
-                m.d.sync += [rp.addr.eq(h3_hash(cfg, self.cmd.payload.key, side))
-                             for rp in rports[side]]
-                for k in (2, 3, 4):
+                m.d.sync += raddr[side].eq(h3_hash(cfg, self.cmd.payload.key, side))
+                for k in range(2, S + 1):
                     m.d.sync += index[k][side].eq(index[k - 1][side])
-        for side in SIDES:                             # stage 1 -> 2: read both candidates
-            for rp in rports[side]:
-                m.d.comb += rp.en.eq(advance)
 
         # ---- the write records: h1 = the decision of the previous advancing edge, h2 the one
         # before; a record is written to the block RAMs at the clock edge after its decision
@@ -182,111 +178,167 @@ class HashTable(wiring.Component):
         def any_we(h):
             return h["we"][0].any() | h["we"][1].any()
 
-        # ---- forwarding flags, registered one stage ahead: the command d slots ahead writes the
-        # same bucket (``near``) / has the same key (``same``)
+        # ---- forwarding flags, registered one stage before their use: the command d slots
+        # ahead writes the same bucket (``near``) / has the same key (``same``)
         def flags(k, d):
             return ([Signal(name=f"s{k}_near{d}_{side}") for side in SIDES],
                     Signal(name=f"s{k}_same{d}"))
+        near5, same5 = flags(2, 5)
         near4, same4 = flags(2, 4)
-        near3, same3 = flags(2, 3)
-        near2, same2 = flags(3, 2)
-        near1, same1 = flags(4, 1)
+        near3, same3 = flags(3, 3)
+        near2, same2 = flags(4, 2)
+        # the command ahead (deciding when this one enters stage 5) is live and of the same key
+        same1 = Signal(name="s5_same1")
+        # which ways the decision writes, by op, decoded a stage ahead: the hit way (REMOVE,
+        # LEARN) or the new one (ADD, LEARN); ``f_*`` for the next command's free ways (the
+        # way a REMOVE frees, the way an insert fills), only on a side where it has the same
+        # bucket, so that the decision's loop through the free ways starts and ends at
+        # registers
+        w_hit_ok, w_ins_ok = Signal(name="s5_w_hit_ok"), Signal(name="s5_w_ins_ok")
+        f_rem_ok = [Signal(name=f"s5_f_rem_ok{side}") for side in SIDES]
+        f_ins_ok = [Signal(name=f"s5_f_ins_ok{side}") for side in SIDES]
         with m.If(advance):
             for side in SIDES:
-                m.d.sync += [near4[side].eq(index[1][side] == h1["index"][side]),
-                             near3[side].eq(index[1][side] == index[4][side]),
-                             near2[side].eq(index[2][side] == index[4][side]),
-                             near1[side].eq(index[3][side] == index[4][side])]
+                m.d.sync += [near5[side].eq(index[1][side] == h1["index"][side]),
+                             near4[side].eq(index[1][side] == index[5][side]),
+                             near3[side].eq(index[2][side] == index[5][side]),
+                             near2[side].eq(index[3][side] == index[5][side]),
+                             ]
+        with m.If(advance):
+            op4 = cmd[4].op
+            hit_ok = valid[4] & ((op4 == HtOp.REMOVE) | (op4 == HtOp.LEARN))
+            ins_ok = valid[4] & ((op4 == HtOp.ADD) | (op4 == HtOp.LEARN))
+            m.d.sync += [w_hit_ok.eq(hit_ok), w_ins_ok.eq(ins_ok)]
+            for side in SIDES:
+                behind = index[3][side] == index[4][side]
+                m.d.sync += [f_rem_ok[side].eq(valid[4] & (op4 == HtOp.REMOVE) & behind),
+                             f_ins_ok[side].eq(ins_ok & behind)]
         # key equality in two steps: per byte (registered), then the AND of the bytes, so a
         # wide compare is two short trees (the pair keeps its distance as it moves on)
         def bytes_equal(a, b):
             return Cat(*[a[i:i + 8] == b[i:i + 8] for i in range(0, cfg.key_width, 8)])
         nb = -(-cfg.key_width // 8)
-        eq4, eq3 = Signal(nb, name="s1_eq4"), Signal(nb, name="s1_eq3")
-        eq2, eq1 = Signal(nb, name="s2_eq2"), Signal(nb, name="s3_eq1")
+        eq5, eq4 = Signal(nb, name="s1_eq5"), Signal(nb, name="s1_eq4")
+        eq3, eq2 = Signal(nb, name="s2_eq3"), Signal(nb, name="s3_eq2")
+        eq1 = Signal(nb, name="s4_eq1")
         with m.If(advance):
             key = self.cmd.payload.key
-            m.d.sync += [eq4.eq(bytes_equal(key, cmd[4].key)), eq3.eq(bytes_equal(key, cmd[3].key)),
-                         eq2.eq(bytes_equal(cmd[1].key, cmd[3].key)),
-                         eq1.eq(bytes_equal(cmd[2].key, cmd[3].key))]
-            m.d.sync += [same4.eq(eq4.all()), same3.eq(eq3.all()), same2.eq(eq2.all()),
-                         same1.eq(eq1.all())]
+            m.d.sync += [eq5.eq(bytes_equal(key, cmd[5].key)), eq4.eq(bytes_equal(key, cmd[4].key)),
+                         eq3.eq(bytes_equal(cmd[1].key, cmd[4].key)),
+                         eq2.eq(bytes_equal(cmd[2].key, cmd[4].key)),
+                         eq1.eq(bytes_equal(cmd[3].key, cmd[4].key))]
+            m.d.sync += [same5.eq(eq5.all()), same4.eq(eq4.all()), same3.eq(eq3.all()),
+                         same2.eq(eq2.all()), same1.eq(eq1.all() & valid[5])]
 
-        # ---- stage 2 -> 3: the block RAM words as read (no logic after the RAM), and the
-        # overlay of the writes by the commands 4 and 3 ahead (h2, h1; the read missed them).
+        # ---- stage 2 -> 3 (the block RAMs reading): the overlay of the writes by the commands
+        # 5 and 4 ahead (h2, h1: the read met h2's write at the same edge, missed h1's).
         # Per way: overwritten (ov), by a valid entry (ovv), of this command's key (ovh); the
         # value of the latest write of this key (skv): a way overwritten with this key holds it.
-        raw = [[Signal(entry, name=f"s3_raw{side}_{w}", reset_less=True) for w in range(W)]
-               for side in SIDES]
-        ov = [Signal(W, name=f"s3_ov{side}") for side in SIDES]
-        ovv = [Signal(W, name=f"s3_ovv{side}") for side in SIDES]
-        ovh = [Signal(W, name=f"s3_ovh{side}") for side in SIDES]
-        skv = Signal(VW, name="s3_skv", reset_less=True)
+        def overlay(k):
+            return ([Signal(W, name=f"s{k}_ov{side}") for side in SIDES],
+                    [Signal(W, name=f"s{k}_ovv{side}") for side in SIDES],
+                    [Signal(W, name=f"s{k}_ovh{side}") for side in SIDES],
+                    Signal(VW, name=f"s{k}_skv", reset_less=True))
+        ov3, ovv3, ovh3, skv3 = overlay(3)
         with m.If(advance):
             for side in SIDES:
-                m.d.sync += [raw[side][w].eq(rports[side][w].data) for w in range(W)]
-                sel1 = Mux(near3[side], h1["we"][side], 0)
-                sel2 = Mux(near4[side], h2["we"][side], 0)
+                sel1 = Mux(near4[side], h1["we"][side], 0)
+                sel2 = Mux(near5[side], h2["we"][side], 0)
                 m.d.sync += [
-                    ov[side].eq(sel1 | sel2),
-                    ovv[side].eq(Mux(h1["valid"], sel1, 0) | Mux(h2["valid"], sel2 & ~sel1, 0)),
-                    ovh[side].eq(Mux(h1["valid"] & same3, sel1, 0)
-                                 | Mux(h2["valid"] & same4, sel2 & ~sel1, 0)),
+                    ov3[side].eq(sel1 | sel2),
+                    ovv3[side].eq(Mux(h1["valid"], sel1, 0) | Mux(h2["valid"], sel2 & ~sel1, 0)),
+                    ovh3[side].eq(Mux(h1["valid"] & same4, sel1, 0)
+                                  | Mux(h2["valid"] & same5, sel2 & ~sel1, 0)),
                 ]
-            m.d.sync += skv.eq(Mux(same3 & any_we(h1), h1["value"], h2["value"]))
+            m.d.sync += skv3.eq(Mux(same4 & any_we(h1), h1["value"], h2["value"]))
 
-        # ---- stage 3 -> 4: compare the full keys; the write by the command 2 ahead (h1) ------
-        s4_hit = [Signal(W, name=f"s4_hit{side}") for side in SIDES]
-        s4_used = [Signal(W, name=f"s4_used{side}") for side in SIDES]
-        s4_ov = [Signal(W, name=f"s4_ov{side}") for side in SIDES]     # value: skv, not raw
+        # a later write of a way replaces the overlay: h1 is the write by the command
+        # ``d`` ahead (``near``/``same`` its flags) at the stage that calls this
+        def merge(near, same, ov, ovv, ovh, side):
+            sel = Mux(near[side], h1["we"][side], 0)
+            return (sel | ov[side], Mux(h1["valid"], sel, 0) | (ovv[side] & ~sel),
+                    Mux(h1["valid"] & same, sel, 0) | (ovh[side] & ~sel))
+
+        # ---- stage 3 -> 4: the words leave the block RAMs' output registers: nothing but the
+        # key compares of ``CHUNK`` bits (one LUT each) before a register; the write by the
+        # command 3 ahead (h1) joins the overlay
+        ch = self.CHUNK
+        nc = -(-cfg.key_width // ch)
+        ov4, ovv4, ovh4, skv4 = overlay(4)
+        s4_eq = [[Signal(nc, name=f"s4_eq{side}_{w}") for w in range(W)] for side in SIDES]
+        s4_valid = [Signal(W, name=f"s4_evalid{side}") for side in SIDES]
         s4_raw = [[Signal(VW, name=f"s4_raw{side}_{w}", reset_less=True) for w in range(W)]
                   for side in SIDES]
-        s4_skv = Signal(VW, name="s4_skv", reset_less=True)
         with m.If(advance):
             for side in SIDES:
-                sel = Mux(near2[side], h1["we"][side], 0)
-                o = sel | ov[side]
-                o_valid = Mux(h1["valid"], sel, 0) | (ovv[side] & ~sel)
-                o_hit = Mux(h1["valid"] & same2, sel, 0) | (ovh[side] & ~sel)
+                o, o_valid, o_hit = merge(near3, same3, ov3, ovv3, ovh3, side)
+                m.d.sync += [ov4[side].eq(o), ovv4[side].eq(o_valid), ovh4[side].eq(o_hit)]
                 for w in range(W):
-                    e = raw[side][w]
+                    e, k3 = rams[side][w].r_data, cmd[3].key
                     m.d.sync += [
-                        s4_hit[side][w].eq(Mux(o[w], o_hit[w], e.valid & (e.key == cmd[3].key))),
-                        s4_used[side][w].eq(Mux(o[w], o_valid[w], e.valid)),
+                        s4_eq[side][w].eq(Cat(*[e.key[i:i + ch] == k3[i:i + ch]
+                                                for i in range(0, cfg.key_width, ch)])),
+                        s4_valid[side][w].eq(e.valid),
                         s4_raw[side][w].eq(e.value),
                     ]
-                m.d.sync += s4_ov[side].eq(o)
-            m.d.sync += s4_skv.eq(Mux(same2 & any_we(h1), h1["value"], skv))
+            m.d.sync += skv4.eq(Mux(same3 & any_we(h1), h1["value"], skv3))
 
-        # ---- stage 4: the write by the command 1 ahead (h1), then pick a side and a way -------
+        # ---- stage 4 -> 5: the AND of the key compares; the write by the command 2 ahead (h1)
+        s5_hit = [Signal(W, name=f"s5_hit{side}") for side in SIDES]
+        s5_used = [Signal(W, name=f"s5_used{side}") for side in SIDES]
+        s5_ov = [Signal(W, name=f"s5_ov{side}") for side in SIDES]     # value: skv, not raw
+        s5_raw = [[Signal(VW, name=f"s5_raw{side}_{w}", reset_less=True) for w in range(W)]
+                  for side in SIDES]
+        s5_skv = Signal(VW, name="s5_skv", reset_less=True)
+        with m.If(advance):
+            for side in SIDES:
+                o, o_valid, o_hit = merge(near2, same2, ov4, ovv4, ovh4, side)
+                for w in range(W):
+                    found = s4_valid[side][w] & s4_eq[side][w].all()
+                    m.d.sync += [
+                        s5_hit[side][w].eq(Mux(o[w], o_hit[w], found)),
+                        s5_used[side][w].eq(Mux(o[w], o_valid[w], s4_valid[side][w])),
+                        s5_raw[side][w].eq(s4_raw[side][w]),
+                    ]
+                m.d.sync += s5_ov[side].eq(o)
+            m.d.sync += s5_skv.eq(Mux(same2 & any_we(h1), h1["value"], skv4))
+
+        # ---- stage 5: the write by the command 1 ahead (h1), then pick a side and a way -------
         # Its key (``kin``) says where this command's key is if the command ahead had the same
         # key: present or not, which way, which value after it (registered with its decision).
         # A command of another key changes no hit (it writes a free way or its own key's way),
         # only the free ways.
-        k_live = Signal()                              # the slot ahead held a command
         k_present = Signal()
         k_way = [Signal(W, name=f"k_way{side}") for side in SIDES]
-        k_value = Signal(VW, name="k_value", reset_less=True)
-        kin = Signal()
-        m.d.comb += kin.eq(same1 & k_live)
+        # its key's value after it: its own (``k_new``) or the one it found (``k_old``), each
+        # valid under a flag (0 if the key is absent after it), so that no wide mux waits for
+        # ``present``
+        k_new, k_old = Signal(name="k_new"), Signal(name="k_old")
+        k_new_value = Signal(VW, name="k_new_value", reset_less=True)
+        k_old_value = Signal(VW, name="k_old_value", reset_less=True)
+        # the command ahead's change to this command's buckets: ways it freed, ways it filled
+        f_clr = [Signal(W, name=f"f_clr{side}") for side in SIDES]
+        f_set = [Signal(W, name=f"f_set{side}") for side in SIDES]
+        kin = same1
         hits, used, vals = [], [], []
         for side in SIDES:
-            sel = Signal(W, name=f"s4_sel{side}")
             hit = Signal(W, name=f"hit{side}")
             use = Signal(W, name=f"used{side}")
-            m.d.comb += [sel.eq(Mux(near1[side], h1["we"][side], 0)),
-                         hit.eq(Mux(kin, k_way[side], s4_hit[side])),
-                         use.eq(Mux(h1["valid"], sel, 0) | (s4_used[side] & ~sel))]
+            m.d.comb += [hit.eq(Mux(kin, k_way[side], s5_hit[side])),
+                         use.eq(f_set[side] | (s5_used[side] & ~f_clr[side]))]
             hits.append(hit)
             used.append(use)
-            vals.append([Mux(s4_ov[side][w], s4_skv, s4_raw[side][w]) for w in range(W)])
-        s4 = cmd[4]
+            vals.append([Mux(s5_ov[side][w], s5_skv, s5_raw[side][w]) for w in range(W)])
+        s5 = cmd[5]
         free = [~used[side] for side in SIDES]
         present = Signal()
-        m.d.comb += present.eq(Mux(kin, k_present, s4_hit[0].any() | s4_hit[1].any()))
+        m.d.comb += present.eq(Mux(kin, k_present, s5_hit[0].any() | s5_hit[1].any()))
+        # the value found (0 if absent: no hit, or the flags of the command ahead)
         old_value = Signal(VW)
-        m.d.comb += old_value.eq(Mux(kin, k_value, reduce(lambda a, b: a | b, [
-            Mux(s4_hit[side][w], vals[side][w], 0) for side in SIDES for w in range(W)])))
+        m.d.comb += old_value.eq(Mux(
+            kin, Mux(k_new, k_new_value, 0) | Mux(k_old, k_old_value, 0),
+            reduce(lambda a, b: a | b, [Mux(s5_hit[side][w], vals[side][w], 0)
+                                        for side in SIDES for w in range(W)])))
         new_side = Signal()                            # more free ways on side 1 (0 on a tie)
         if 2 * W <= 8:      # a truth table of the 2 x ways free bits: LUTs, no carry chains
             table = Array(Const(bin(i >> W).count("1") > bin(i & ((1 << W) - 1)).count("1"))
@@ -299,59 +351,67 @@ class HashTable(wiring.Component):
         first_free = Mux(new_side, lowest[1], lowest[0])
         room = free[0].any() | free[1].any()
 
+        is_remove, is_lookup = s5.op == HtOp.REMOVE, s5.op == HtOp.LOOKUP
+        is_add, is_learn = s5.op == HtOp.ADD, s5.op == HtOp.LEARN
         status = Signal(HtStatus)
-        write = [Signal(W, name=f"write{side}") for side in SIDES]   # one-hot way to write
-        write_valid = Signal()
-        insert = [Mux(new_side == side, first_free, 0) for side in SIDES]
-        with m.Switch(s4.op):
-            with m.Case(HtOp.LOOKUP):
+        with m.Switch(s5.op):
+            with m.Case(HtOp.LOOKUP, HtOp.REMOVE):
                 m.d.comb += status.eq(Mux(present, HtStatus.OK, HtStatus.NOT_FOUND))
-            with m.Case(HtOp.REMOVE):
-                m.d.comb += [status.eq(Mux(present, HtStatus.OK, HtStatus.NOT_FOUND)),
-                             write[0].eq(hits[0]), write[1].eq(hits[1]), write_valid.eq(0)]
             with m.Case(HtOp.ADD, HtOp.LEARN):
                 with m.If(present):
-                    with m.If(s4.op == HtOp.ADD):
-                        m.d.comb += status.eq(HtStatus.DUPLICATE)
-                    with m.Else():
-                        m.d.comb += [status.eq(HtStatus.REFRESHED), write[0].eq(hits[0]),
-                                     write[1].eq(hits[1]), write_valid.eq(1)]
+                    m.d.comb += status.eq(Mux(is_add, HtStatus.DUPLICATE, HtStatus.REFRESHED))
                 with m.Elif(room):
-                    m.d.comb += [status.eq(HtStatus.OK), write[0].eq(insert[0]),
-                                 write[1].eq(insert[1]), write_valid.eq(1)]
+                    m.d.comb += status.eq(HtStatus.OK)
                 with m.Else():
                     m.d.comb += status.eq(HtStatus.FULL)
+        # the way written (one-hot): the key's way (REMOVE, LEARN of a present key; none if
+        # absent), else the new key's (ADD, LEARN of an absent key; none if both are full)
+        insert = [Mux(new_side == side, first_free, 0) for side in SIDES]
 
-        complete = valid[4] & advance                  # stage 4's command finishes this edge
+        def ways(side, hit_ok, ins_ok):
+            return Mux(hit_ok, hits[side], 0) | Mux(ins_ok & ~present, insert[side], 0)
+        write = [ways(side, w_hit_ok, w_ins_ok) for side in SIDES]
+
+        complete = valid[5] & advance                  # stage 5's command finishes this edge
         m.d.sync += h1_pending.eq(advance)
         with m.If(advance):
-            m.d.sync += [h1["we"][side].eq(Mux(valid[4], write[side], 0)) for side in SIDES]
-            m.d.sync += [h1["valid"].eq(write_valid), h1["key"].eq(s4.key),
-                         h1["value"].eq(s4.value)]
-            m.d.sync += [h1["index"][side].eq(index[4][side]) for side in SIDES]
+            m.d.sync += [h1["we"][side].eq(write[side]) for side in SIDES]
+            m.d.sync += [f_clr[side].eq(Mux(f_rem_ok[side], hits[side], 0)) for side in SIDES]
+            m.d.sync += [f_set[side].eq(Mux(f_ins_ok[side] & ~present, insert[side], 0))
+                         for side in SIDES]
+            # a written entry is valid unless removed: by op alone (no write, no matter)
+            m.d.sync += [h1["valid"].eq(is_add | is_learn), h1["key"].eq(s5.key),
+                         h1["value"].eq(s5.value)]
+            m.d.sync += [h1["index"][side].eq(index[5][side]) for side in SIDES]
             m.d.sync += [h2["we"][side].eq(h1["we"][side]) for side in SIDES]
             # where this command's key is after it (for the next command, if of the same key)
-            # (by op, so that the wide value mux waits for nothing but ``present``)
-            is_remove, is_lookup = s4.op == HtOp.REMOVE, s4.op == HtOp.LOOKUP
-            new_value = (s4.op == HtOp.LEARN) | ((s4.op == HtOp.ADD) & ~present)
-            m.d.sync += [k_live.eq(valid[4]),
-                         k_present.eq(~is_remove & (present | (~is_lookup & room))),
-                         k_value.eq(Mux(new_value, s4.value, old_value))]
-            m.d.sync += [k_way[side].eq(Mux(is_remove, 0, Mux(present | is_lookup, hits[side],
-                                                               insert[side])))
+            m.d.sync += [k_present.eq(~is_remove & (present | (~is_lookup & room))),
+                         k_new.eq((is_learn & (present | room)) | (is_add & ~present & room)),
+                         k_old.eq((is_lookup | is_add) & present),
+                         k_new_value.eq(s5.value), k_old_value.eq(old_value)]
+            m.d.sync += [k_way[side].eq(ways(side, ~is_remove, is_add | is_learn))
                          for side in SIDES]
             m.d.sync += [h2["valid"].eq(h1["valid"]), h2["value"].eq(h1["value"])]
+            with m.If(clearing):        # the reset sweep: every way of bucket clear_idx, invalid
+                m.d.sync += [h1["valid"].eq(0)]
+                m.d.sync += [h1["we"][side].eq(Const(-1, W)) for side in SIDES]
+                m.d.sync += [h1["index"][side].eq(clear_idx) for side in SIDES]
 
-        # ---- the block RAM writes: the reset sweep, else h1 at the edge after its decision ----
-        cleared = entry.const({"valid": 0, "key": 0, "value": 0}).as_value()
+        # ---- the block RAM writes: h1 at the edge after its decision (the reset sweep goes
+        # through h1 too), straight from flip-flops: the write address and data reach every
+        # block RAM of a side, no logic may sit in that route
+        ram_we = [Signal(W, name=f"ram_we{side}") for side in SIDES]   # h1's ways, once
         for side in SIDES:
-            for w, wp in enumerate(wports[side]):
-                m.d.comb += [
-                    wp.addr.eq(Mux(clearing, clear_idx, h1["index"][side])),
-                    wp.data.eq(Mux(clearing, cleared,
-                                   Cat(h1["valid"], h1["key"], h1["value"]))),
-                    wp.en.eq(clearing | (h1_pending & h1["we"][side][w])),
-                ]
+            m.d.sync += ram_we[side].eq(Mux(clearing, Const(-1, W),
+                                            Mux(advance, write[side], 0)))
+            for w in range(W):
+                # the record's registers are the write port itself (wired through the Bram's
+                # own port signals they would be left as unused aliases in the Verilog)
+                ram = rams[side][w]
+                ram.w_addr = h1["index"][side]
+                ram.w_data = Cat(h1["valid"], h1["key"], h1["value"])
+                ram.w_en = ram_we[side][w]
+                ram.build(m, platform)
 
         # ---- synchronous updates ---------------------------------------------------------------
         with m.If(clearing):
@@ -360,27 +420,40 @@ class HashTable(wiring.Component):
                 m.d.sync += clearing.eq(0)
         with m.If(out.ready):
             m.d.sync += out.valid.eq(0)
+        counted = Signal()                             # ``out`` holds a new result
+        m.d.sync += counted.eq(complete)
         with m.If(complete):
             m.d.sync += [
                 out.valid.eq(1),
-                out.payload.op.eq(s4.op),
+                out.payload.op.eq(s5.op),
                 out.payload.status.eq(status),
-                out.payload.key.eq(s4.key),
-                out.payload.value.eq(Mux(present, old_value, 0)),
-                out.payload.tag.eq(s4.tag),
+                out.payload.key.eq(s5.key),
+                out.payload.value.eq(old_value),
+                out.payload.tag.eq(s5.tag),
             ]
-            adding = write_valid & ~present
-            removing = (s4.op == HtOp.REMOVE) & present
-            with m.If(adding):
-                m.d.sync += self.occupancy.eq(self.occupancy + 1)
-            with m.If(removing):
-                m.d.sync += self.occupancy.eq(self.occupancy - 1)
-            with m.If(s4.op == HtOp.LOOKUP):
-                m.d.sync += self.lookups.eq(saturating_inc(self.lookups))
-                with m.If(~present):
-                    m.d.sync += self.misses.eq(saturating_inc(self.misses))
-            with m.If(status == HtStatus.FULL):
-                m.d.sync += self.full.eq(saturating_inc(self.full))
+        # occupancy: the entries in the block RAMs (``occ``) and the record being written (its
+        # +1 / -1 registered with it, so that no counter's enable waits for the decision)
+        occ = Signal(range(cfg.capacity + 1))
+        occ_inc, occ_dec = Signal(), Signal()
+        with m.If(advance):
+            m.d.sync += [occ_inc.eq(valid[5] & (is_add | is_learn) & ~present & room),
+                         occ_dec.eq(valid[5] & is_remove & present)]
+        n = len(occ)                                   # (never wraps: 0..capacity)
+        m.d.comb += self.occupancy.eq(Mux(h1_pending & occ_inc, (occ + 1)[:n],
+                                          Mux(h1_pending & occ_dec, (occ - 1)[:n], occ)))
+        with m.If(h1_pending):                         # the write lands
+            m.d.sync += occ.eq(self.occupancy)
+        # the statistics count the registered result, the cycle after it (off the decision);
+        # saturating, with the "all ones" state a register (no compare before the increment)
+        res = out.payload
+        events = [(self.lookups, res.op == HtOp.LOOKUP),
+                  (self.misses, (res.op == HtOp.LOOKUP) & (res.status == HtStatus.NOT_FOUND)),
+                  (self.full, res.status == HtStatus.FULL)]
+        for counter, event in events:
+            at_max = Signal(name=f"{counter.name}_at_max")
+            with m.If(counted & event & ~at_max):
+                m.d.sync += [counter.eq(counter + 1),
+                             at_max.eq(counter == (1 << len(counter)) - 2)]
         # for the formal harness: the write not yet in the block RAMs
         self._pending = (h1_pending, h1)
         return m

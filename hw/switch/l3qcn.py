@@ -236,7 +236,7 @@ class L3qcnCp(wiring.Component):
     ----------------------
     One frame per clock except while a sample is in flight (the QCN CP's
     :meth:`QcnCp.sample_latency` bubbles, 18 at the defaults; then, mode ``roce``, the table
-    lookup (5 cycles), the result registered, the hand-over to the generator).  The path
+    lookup (6 cycles), the result registered, the hand-over to the generator).  The path
     back-pressures rather than drops: a CNP takes 18 cycles, a private CNM 10 at the
     defaults (its checksums overlap the previous packet), while samples are at least
     ``min(sample_lo)`` bytes (16102 B at the defaults, hundreds of frames) apart.
@@ -459,9 +459,9 @@ class L3qcnTor(wiring.Component):
     cycles classifying a packet that is not for the private-CNM port.  For the others the
     IPv4 and UDP checksums come from a free-running pipeline of two-input adders over the
     captured bytes (one carry chain per stage: 8 levels for the 34 UDP words at the
-    defaults), then 1 cycle classifies, 1 issues the lookup, the table answers (5 cycles),
+    defaults), then 1 cycle classifies, 1 issues the lookup, the table answers (6 cycles),
     the result is registered and 1 cycle hands the CNM request on; ``packet.ready`` is low
-    meanwhile (16 cycles per private CNM at the defaults, 2 per other packet, plus any CNM
+    meanwhile (17 cycles per private CNM at the defaults, 2 per other packet, plus any CNM
     back-pressure).  (The one-cycle checksum of 34 words and the table's result straight into
     the CNM generator's frame register limited the clock.)
     """
