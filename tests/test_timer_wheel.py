@@ -362,6 +362,56 @@ def test_search_within_group_and_to_next_group_word_boundary():
     assert [p[0] for p in want if p[2] == 1] == list(range(76, 80)) + list(range(112, 132))
 
 
+@pytest.mark.parametrize("cfg", [CFG, CFG_L5, CFG_L6], ids=["L4", "L5", "L6"])
+def test_search_sees_the_last_decision(cfg):
+    """The summary flags take a decision a cycle after it; the search must still see it.
+    CFG (16-slot words): word 7 (times 112..127) full, words 8, 9, 10 full but their last
+    slots (143, 159, 175); then those three slots are inserted on three consecutive cycles and
+    on the next an entry X with deadline 117 (its word full): words 8, 9, 10 fill by the
+    decisions just before X's, so X must land at 176 (the first free slot after 117, word
+    11).  A search that missed the decision of the cycle before it would offer the three
+    just-filled words as X's candidates (or two of them at insert latency 4) and drop X."""
+    last = {143, 159, 175}
+    fill = [t for t in range(112, 176) if t not in last]
+    plan = {}
+    for i, dl in enumerate(fill):
+        cyc = 10 + i
+        assert cyc + cfg.insert_latency <= dl <= cyc + cfg.horizon
+        plan[cyc] = (dl % 16, 0, dl)
+    for j, dl in enumerate(sorted(last)):
+        plan[71 + j] = (j, 1, dl)
+    plan[74] = (9, 3, 117)
+    r = Run(cfg, 200, _schedule(plan)).run()
+    x = [p for p in r.pops if p[1:3] == (9, 3)]
+    assert x == [(176, 9, 3, 176)], x
+    assert len(r.pops) == 65
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_L5, CFG_L6], ids=["L4", "L5", "L6"])
+def test_word_first_written_by_the_decision_before_the_search(cfg):
+    """An empty word (times 96..111) gets its first entry P (deadline 100) from the decision
+    of the cycle before the search of R (deadline 100 too); the decisions in between are in
+    another word (Q, deadline 150), so no later forwarding carries P's bit: the word's ``nz``
+    flag, sampled by R's search, must include P although the flags take it a cycle late.
+    R lands at 101."""
+    c = 40
+    plan = {c: (1, 0, 100), c + 1: (2, 0, 150), c + min(cfg.insert_latency, 5) - 2: (3, 0, 100)}
+    r = Run(cfg, 170, _schedule(plan)).run()
+    assert r.pops == [(100, 1, 0, 100), (101, 3, 0, 101), (150, 2, 0, 150)], r.pops
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_L5, CFG_L6], ids=["L4", "L5", "L6"])
+def test_leave_clears_the_word_of_the_decision_before(cfg):
+    """A late entry (deadline 0, accepted at 15 - L: target 15, the last slot of word 0, the
+    wheel empty) is decided one cycle before the cursor pops it and leaves the word: the
+    flags take the decision and the leave's clear at the same edge, and the clear must win
+    (the word is empty; its RAM copy still holds the popped bit).  One pop at 15, none when
+    the cursor passes word 0 again a revolution later (time 256 + 15)."""
+    plan = {15 - cfg.insert_latency: (5, 1, 0)}
+    r = Run(cfg, 300, _schedule(plan)).run()
+    assert r.pops == [(15, 5, 1, 15)], r.pops
+
+
 # -- random long run ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cfg,group_words,div", [

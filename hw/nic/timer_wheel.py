@@ -46,7 +46,14 @@ Structure
   decisions that can fill a candidate between the search and the decision (one at L = 4,
   two at L = 5): the decision takes the first candidate that is still non-full.  Updates
   are one-hot writes into at most two group registers per cycle (the cursor's leave and the
-  decision).  The flags themselves stay 2 x S/B flip-flops (with a one-LUT update each),
+  decision).  A decision reaches the flags one cycle after it is made (from registers: its
+  word's one-hot and "it filled the word", decoded before them), so the flags' update is not
+  on the decision's path; until then every reader ORs the last decision in (the search's
+  view of ``full``: one LUT per flag; ``nz`` where it is sampled), so what the search sees
+  is exactly what it saw with the update in the decision's cycle: same candidates, same
+  cycle behaviour.  When the cursor leaves the word of the last cycle's decision (its one
+  slot issued at once), the leave's clear wins: the word is empty.  The flags themselves
+  stay 2 x S/B flip-flops (with a one-LUT update each),
   but the logic around them is O(G + K) statements of K or G bits, and every encoder node is
   a named signal (an expression used twice would be emitted twice: nested trees of plain
   expressions grow exponentially in the Verilog), so the exported Verilog is dominated by the
@@ -70,7 +77,8 @@ cursor's register (no RAM write, so pops and inserts never compete for the write
 search stage's candidates may be filled by the decisions between the search and the decision,
 hence NC candidates (``nz`` of the candidates is read a cycle after the search, off the
 search's path: see the comment there); the cursor's words (its own and the two look-ahead
-registers) take the last decision (``a_*``) where they are used.  No insert lands in a word
+registers) take the last decision (``a_*``) where they are used; so do the ``nz`` / ``full``
+flags (updated one cycle after the decision, see Structure).  No insert lands in a word
 the cursor is leaving (its last slot is <= now + 1).
 """
 
@@ -119,6 +127,24 @@ def _first_set(m, bits: list, name: str):
         nodes = nxt
         level += 1
     return nodes[0]
+
+
+def _one_clear(m, x, name: str):
+    """``x`` has exactly one clear bit: a balanced tree of (any, several) over ``~x``."""
+    nodes = [(~x[i], Const(0, 1)) for i in range(len(x))]
+    level = 0
+    while len(nodes) > 1:
+        nxt = []
+        for i in range(0, len(nodes) - 1, 2):
+            (la, lm), (ra, rm) = nodes[i], nodes[i + 1]
+            n = f"{name}_l{level}n{i // 2}"
+            nxt.append((_sig(m, la | ra, f"{n}_any"), _sig(m, lm | rm | (la & ra), f"{n}_m")))
+        if len(nodes) % 2:
+            nxt.append(nodes[-1])
+        nodes = nxt
+        level += 1
+    any_, many = nodes[0]
+    return _sig(m, any_ & ~many, f"{name}_one")
 
 
 def _first_n(m, bits: list, n: int, name: str):
@@ -236,15 +262,15 @@ class TimerWheel(wiring.Component):
         b_rdc = bitmap.read_port()
         # summary, two levels: G groups of K words; per word nz (valid in RAM, else empty)
         # and full (all B slots taken), one K-bit register per group and flag; per group the
-        # second level "has a non-full word" (combinational, an OR of K bits)
+        # second level "has a non-full word" (combinational, an OR of K bits).  The flags
+        # take a decision one cycle after it (from the a_* registers below), so they lack the
+        # last decision: every reader ORs it in (fullw_s, a_at)
         K = self.group_words
         lk = K.bit_length() - 1
         G = NW // K
         nzw = [Signal(K, name=f"nz_g{g}") for g in range(G)]
         fullw = [Signal(K, name=f"full_g{g}") for g in range(G)]
         nz = Cat(*nzw)              # flat views (bit w = word w), read at single bits only
-        gnf = Signal(G, name="")    # group g has a non-full word (anonymous: an alias)
-        m.d.comb += gnf.eq(Cat(*[~fw != 0 for fw in fullw]))
 
         # -- cursor state ------------------------------------------------------------------
         wbt = Signal(W)             # time of the cursor word's first slot
@@ -267,6 +293,19 @@ class TimerWheel(wiring.Component):
         a_word = Signal(wib)
         a_data = Signal(B)
         a_bit = Signal(ws)
+        # its summary update, applied at the next clock edge (if a_valid): the decided
+        # word's group and word within the group (one-hot each), and "the decision filled
+        # its word" (a_full, 0 without a decision); decoded before the registers, so the
+        # search's view of the flags (fullw | this decision) costs one LUT per flag
+        a_hi = Signal(G)
+        a_lo = Signal(K)
+        a_full = Signal()
+
+        def a_at(word):
+            """The last decision was in ``word`` (``nz`` lacks it until the next edge)."""
+            hit = Signal(name="")
+            m.d.comb += hit.eq(a_valid & (a_word == word))
+            return hit
 
         def a_oh(word):
             """The last decision's bit, if it was in ``word``."""
@@ -369,8 +408,8 @@ class TimerWheel(wiring.Component):
 
         # the look-ahead words: the read issued now returns word cw + 3 of next cycle's cursor
         m.d.comb += b_rdc.addr.eq(Mux(leave, cw4, cw3))
-        m.d.sync += [nz3.eq(nz.bit_select(cw3, 1)), nz4.eq(nz.bit_select(cw4, 1)),
-                     leave_r.eq(leave)]
+        m.d.sync += [nz3.eq(nz.bit_select(cw3, 1) | a_at(cw3)),
+                     nz4.eq(nz.bit_select(cw4, 1) | a_at(cw4)), leave_r.eq(leave)]
         r_nz = Signal(name="")
         m.d.comb += r_nz.eq(Mux(leave_r, nz4, nz3))
         p1_eff = Signal(B, name="")
@@ -410,14 +449,20 @@ class TimerWheel(wiring.Component):
         # after g0 (cyclically) with a non-full word (the j-th one contributes its first
         # NC - j non-full words), then (c) the words of g0 at or below w0
         i0 = w0[:lk]
-        fw_arr = Array(fullw)
+        # the full flags as the search sees them: the registers and the last decision
+        # (a_*), which they take only at the next edge
+        fullw_s = [_sig(m, fullw[g] | Mux(a_full & a_hi[g], a_lo, 0), f"full_s{g}")
+                   for g in range(G)]
+        gnf = Signal(G, name="")    # group g has a non-full word (anonymous: an alias)
+        m.d.comb += gnf.eq(Cat(*[~fw != 0 for fw in fullw_s]))
+        fw_arr = Array(fullw_s)
         if G > 1:
             g0 = w0[lk:]
             nf0 = Signal(K)
             m.d.comb += nf0.eq(~fw_arr[g0])
         else:
             g0 = Const(0, 0)
-            nf0 = ~fullw[0]
+            nf0 = ~fullw_s[0]
         sa = _with_hi(_first_n(m, [nf0[i] & _lt(i0, i) for i in range(K)], NC, "srch_a"), g0)
         sc = _with_hi(_first_n(m, [nf0[i] & ~_lt(i0, i) for i in range(K)], NC, "srch_c"), g0)
         if G > 1:
@@ -427,7 +472,7 @@ class TimerWheel(wiring.Component):
             # search (not after it): the chosen groups' lists are then multiplexed
             glists = []
             for g in range(G):
-                lst = _first_n(m, [~fullw[g][i] for i in range(K)], NC, f"srch_grp{g}")
+                lst = _first_n(m, [~fullw_s[g][i] for i in range(K)], NC, f"srch_grp{g}")
                 glists.append(_sig(m, Cat(*[Cat(ok, ix) for ok, ix in lst]), f"srch_grp{g}"))
             gl_arr = Array(glists)
             parts = [sa]
@@ -490,7 +535,7 @@ class TimerWheel(wiring.Component):
 
         s2 = regs_of("s2")
         s2_nz0 = Signal()
-        m.d.sync += s2_nz0.eq(nz_at(w0))
+        m.d.sync += s2_nz0.eq(nz_at(w0) | a_at(w0))
 
         def a_fwd(word, other):
             """``other`` unless the last decision (a_*) wrote ``word``: then its new bits."""
@@ -509,11 +554,11 @@ class TimerWheel(wiring.Component):
         if NC == 2:
             # decision stage right after the search: the RAM's outputs feed the decision
             d = s2
-            c0 = Signal(B)
-            m.d.comb += c0.eq(a_fwd(d["w0"], Mux(s2_nz0, b_rd0.data, 0)))
-            ce = [Signal(B, name=f"ce{k + 1}") for k in range(NC)]
+            src0 = Signal(B, name="")
+            m.d.comb += src0.eq(Mux(s2_nz0, b_rd0.data, 0))
+            srce = [Signal(B, name="") for k in range(NC)]
             for k in range(NC):
-                m.d.comb += ce[k].eq(a_fwd(d["e"][k], Mux(nz_at(d["e"][k]), b_rde[k].data, 0)))
+                m.d.comb += srce[k].eq(Mux(nz_at(d["e"][k]), b_rde[k].data, 0))
         else:
             # read stage: the RAM's outputs go into registers (masked by nz, the decision of
             # the last cycle forwarded: one LUT between the RAM and the flip-flop); the
@@ -527,19 +572,47 @@ class TimerWheel(wiring.Component):
             for k in range(NC):
                 m.d.sync += re[k].eq(a_fwd(s2["e"][k], Mux(nz_at(s2["e"][k]),
                                                             b_rde[k].data, 0)))
-            c0 = Signal(B)
-            m.d.comb += c0.eq(a_fwd(d["w0"], r0))
-            ce = [Signal(B, name=f"ce{k + 1}") for k in range(NC)]
-            for k in range(NC):
-                m.d.comb += ce[k].eq(a_fwd(d["e"][k], re[k]))
+            src0, srce = r0, re
 
         # -- decision stage ------------------------------------------------------------------
-        free0 = Signal(B)
-        m.d.comb += free0.eq(~c0 & (Const(ones, B) << d["off"])[:B])
-        f0_any, f0 = _first_set(m, [free0[i] for i in range(B)], "dec_f0")
+        # The words as the decision sees them: the last decision (a_*) forwarded.  Every
+        # fact the decision needs of a word (its first free slot, "a free slot within the
+        # room", "exactly one free slot") is computed from both sources, the RAM's word and
+        # a_data, and selected by the forwarding hit, so the hit's compare runs in parallel
+        # with the encoders instead of before them.
+        hit0 = a_at(d["w0"])
+        hite = [a_at(d["e"][k]) for k in range(NC)]
+        c0 = Signal(B)
+        m.d.comb += c0.eq(Mux(hit0, a_data, src0))
+        ce = [Signal(B, name=f"ce{k + 1}") for k in range(NC)]
+        for k in range(NC):
+            m.d.comb += ce[k].eq(Mux(hite[k], a_data, srce[k]))
+        hmask = Signal(B, name="")      # the slots at or after the target's offset
+        m.d.comb += hmask.eq((Const(ones, B) << d["off"])[:B])
+
+        def fact(hit, src, name, fn):
+            """``fn`` (a list of values) of the forwarded word: of both sources, selected."""
+            x_a, x_r = fn(a_data, f"{name}_a"), fn(src, f"{name}_r")
+            return [_sig(m, Mux(hit, xa, xr), f"{name}_{i}")
+                    for i, (xa, xr) in enumerate(zip(x_a, x_r, strict=True))]
+
+        def first_free0(x, name):
+            return _first_set(m, [~x[i] & hmask[i] for i in range(B)], name)
+
+        def first_free(x, name):
+            return _first_set(m, [~x[i] for i in range(B)], name)
+
+        f0_any, f0 = fact(hit0, src0, "dec_f0", first_free0)
         # the first candidate that is still non-full (decisions since the search filled at
         # most NC - 1 of them)
-        fes = [_first_set(m, [~ce[k][i] for i in range(B)], f"dec_fe{k}") for k in range(NC)]
+        fes = [fact(hite[k], srce[k], f"dec_fe{k}", first_free) for k in range(NC)]
+        # "the word is full after the insert" = it had exactly one free slot, found in
+        # parallel with the encoders (not from the new word: off the decision's path)
+        def one(x, name):
+            return [_one_clear(m, x, name)]
+
+        ones0 = fact(hit0, src0, "dec_one0", one)[0]
+        onese = [fact(hite[k], srce[k], f"dec_one{k + 1}", one)[0] for k in range(NC)]
         avail = [Signal(name=f"avail{k + 1}") for k in range(NC)]
         for k in range(NC):
             m.d.comb += avail[k].eq(d["e_ok"][k] & fes[k][0])
@@ -550,16 +623,41 @@ class TimerWheel(wiring.Component):
         # clamped to 0 ... B (lim).  base(w) + i never wraps mod S: base(w) >= S - B + 1
         # only for w = w0 with i below the target's offset, and such an i is found in w0
         # (f0) or not at all (the same word, the same forwarded bits).
-        def lim(base):
-            diff = Signal(sb + 2, name="")
-            m.d.comb += diff.eq(d["room"] - base)
-            return Mux(diff[sb + 1], 0, Mux(diff >= B, B, diff[:ws + 1]))
+        # "The first free slot is below lim" = "a free slot is below lim": a mask of the
+        # slots below lim and an OR over the word, in parallel with the encoder, not a
+        # compare after it.  The masks depend on the search's registers only: with the read
+        # stage (L >= 5) they are computed there and registered, off the decision's path.
+        def lim_masks(r):
+            def lim(base):
+                diff = Signal(sb + 2, name="")
+                m.d.comb += diff.eq(r["room"] - base)
+                return Mux(diff[sb + 1], 0, Mux(diff >= B, B, diff[:ws + 1]))
 
-        lim0 = Signal(ws + 1, name="")
-        m.d.comb += lim0.eq(lim(Const(0, 1)) + d["off"])   # f0: f0 - off < room
-        lims = [Signal(ws + 1, name=f"lim{k + 1}") for k in range(NC)]
+            def below(lm):
+                mk = Signal(B, name="")
+                m.d.comb += mk.eq(Cat(*[_gt(lm, i) for i in range(B)]))
+                return mk
+
+            lim0 = Signal(ws + 1, name="")
+            m.d.comb += lim0.eq(lim(Const(0, 1)) + r["off"])   # f0: f0 - off < room
+            lims = [Signal(ws + 1, name="") for k in range(NC)]
+            for k in range(NC):
+                m.d.comb += lims[k].eq(lim((Cat(Const(0, ws), r["e"][k]) - r["tslot"])[:sb]))
+            return [below(lim0)] + [below(lm) for lm in lims]
+
+        if NC == 2:
+            masks = lim_masks(d)
+        else:
+            masks = [Signal(B, name=f"s3_lim_mask{k}") for k in range(NC + 1)]
+            m.d.sync += [x.eq(y) for x, y in zip(masks, lim_masks(s2), strict=True)]
+        mask0 = masks[0]
+        fit0 = fact(hit0, src0, "dec_fit0",
+                    lambda x, n: [_sig(m, (~x & hmask & mask0) != 0, n)])[0]
+        fitse = []
         for k in range(NC):
-            m.d.comb += lims[k].eq(lim((Cat(Const(0, ws), d["e"][k]) - d["tslot"])[:sb]))
+            mk = masks[k + 1]
+            fitse.append(fact(hite[k], srce[k], f"dec_fit{k + 1}",
+                              lambda x, n, mk=mk: [_sig(m, (~x & mk) != 0, n)])[0])
 
         e = Signal(wib)
         ce_sel = Signal(B)
@@ -568,12 +666,14 @@ class TimerWheel(wiring.Component):
         e_found = Signal()
         # priority: the first available candidate (a chain of Mux from the last one)
         e_n, ce_n, fe_n, fit_n, ok_n = d["e"][NC - 1], ce[NC - 1], fes[NC - 1][1], \
-            fes[NC - 1][1] < lims[NC - 1], avail[NC - 1]
+            fitse[NC - 1], avail[NC - 1]
+        one_n = onese[NC - 1]
         for k in reversed(range(NC - 1)):
             e_n = Mux(avail[k], d["e"][k], e_n)
             ce_n = Mux(avail[k], ce[k], ce_n)
+            one_n = Mux(avail[k], onese[k], one_n)
             fe_n = Mux(avail[k], fes[k][1], fe_n)
-            fit_n = Mux(avail[k], fes[k][1] < lims[k], fit_n)
+            fit_n = Mux(avail[k], fitse[k], fit_n)
             ok_n = avail[k] | ok_n
         m.d.comb += [e.eq(e_n), ce_sel.eq(ce_n), fe.eq(fe_n), fe_fits.eq(fit_n),
                      e_found.eq(ok_n)]
@@ -590,7 +690,7 @@ class TimerWheel(wiring.Component):
         d_slot = Signal(sb, name="")
         m.d.comb += d_slot.eq(Cat(d_bit, d_word))
         fits = Signal(name="")
-        m.d.comb += fits.eq(Mux(f0_any, f0 < lim0, fe_fits))
+        m.d.comb += fits.eq(Mux(f0_any, fit0, fe_fits))
         commit = Signal()
         ovf = Signal()
         m.d.comb += [
@@ -600,7 +700,7 @@ class TimerWheel(wiring.Component):
         d_new = Signal(B, name="")
         m.d.comb += d_new.eq(d_old | (Const(1, B) << d_bit))
         d_full = Signal()
-        m.d.comb += d_full.eq(d_new == ones)
+        m.d.comb += d_full.eq(Mux(f0_any, ones0, one_n))
         m.d.comb += [
             b_wr.addr.eq(d_word), b_wr.data.eq(d_new), b_wr.en.eq(commit),
         ]
@@ -611,7 +711,9 @@ class TimerWheel(wiring.Component):
             m.d.comb += [s_wr.addr.eq(d_slot), s_wr.data.eq(Cat(d["flow"], d["gen"])),
                          s_wr.en.eq(commit)]
         m.d.sync += [a_valid.eq(commit), a_word.eq(d_word), a_data.eq(d_new),
-                     a_bit.eq(d_bit)]
+                     a_bit.eq(d_bit), a_full.eq(commit & d_full),
+                     a_hi.eq(Const(1, G) << d_word[lk:]),
+                     a_lo.eq(Const(1, K) << d_word[:lk])]
 
         # -- cursor and summary updates (the cursor's clear first: the decision never writes
         # the word the cursor leaves) ------------------------------------------------------------
@@ -620,22 +722,29 @@ class TimerWheel(wiring.Component):
             m.d.sync += [wbt.eq(wbt + B), cur_bits.eq(p1_eff), p1.eq(p2_eff), p2.eq(r_eff)]
         with m.Else():
             m.d.sync += [cur_bits.eq(bits_after), p1.eq(p1_eff), p2.eq(p2_eff)]
-        # summary: the leave clears the cursor's word, the decision sets its word (never the
-        # same word); one-hot masks within the group, a group-select compare per group
+        # summary: the leave clears the cursor's word, the last cycle's decision (a_*, one
+        # cycle late: off the decision's path) sets its word.  They can meet: a decision at c
+        # into the cursor's word, its one slot issued at c + 1 as the cursor leaves (the
+        # slot is at least now + 2 at the decision, due by the look-ahead at c + 1); the
+        # word is then empty, so the clear wins.  One-hot masks within the group, a
+        # group-select compare per group (the decision's decoded before a_hi / a_lo)
         clr_oh = Signal(K, name="")
-        set_oh = Signal(K, name="")
-        m.d.comb += [clr_oh.eq(Mux(leave, Const(1, K) << cw[:lk], 0)),
-                     set_oh.eq(Mux(commit, Const(1, K) << d_word[:lk], 0))]
+        m.d.comb += clr_oh.eq(Mux(leave, Const(1, K) << cw[:lk], 0))
         for g in range(G):
             clr = Mux(cw[lk:] == g, clr_oh, 0) if G > 1 else clr_oh
-            st = Mux(d_word[lk:] == g, set_oh, 0) if G > 1 else set_oh
-            m.d.sync += [nzw[g].eq(nzw[g] & ~clr | st),
-                         fullw[g].eq(fullw[g] & ~clr & ~st | Mux(d_full, st, 0))]
+            st = Mux(a_valid & a_hi[g], a_lo, 0)
+            m.d.sync += [nzw[g].eq((nzw[g] | st) & ~clr),
+                         fullw[g].eq((fullw[g] | Mux(a_full, st, 0)) & ~clr)]
 
         # -- statistics ----------------------------------------------------------------------
         occ = self.occupancy
+        # occ + commit - issue with the sums from registers, selected by the late commit and
+        # issue (no carry chain after the decision)
+        occ_up = Signal.like(occ, name="")
+        occ_dn = Signal.like(occ, name="")
+        m.d.comb += [occ_up.eq(occ + 1), occ_dn.eq(occ - 1)]
         m.d.sync += [
-            occ.eq(occ + commit - issue),
+            occ.eq(Mux(commit, Mux(issue, occ, occ_up), Mux(issue, occ_dn, occ))),
             self.max_occupancy.eq(umax(self.max_occupancy, occ)),
         ]
         # the displacement of the last decision, computed the cycle after it from registers
