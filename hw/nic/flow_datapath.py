@@ -190,17 +190,17 @@ class ToyDatapath(FlowDatapath):
         with m.If(due):
             m.d.comb += [nxt.ticks.eq(s.ticks + 1), nxt.dl.eq(s.dl + regs.period)]
         m.d.comb += nxt.rate.eq(rate1)
-        with m.Switch(kind):
-            with m.Case(EventKind.TX):
-                m.d.comb += nxt.cnt.eq(s.cnt + (s.cnt != 0xFFF))
-                total = s.nbytes + tx_bytes
-                m.d.comb += nxt.nbytes.eq(Mux(total > 0xFFFFF, 0xFFFFF, total))
-                with m.If(~s.armed):
-                    m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
-            with m.Case(EventKind.CN):
-                m.d.comb += nxt.cnt.eq(s.cnt + (s.cnt != 0xFFF))
-                m.d.comb += nxt.rate.eq(rate1 - (rate1 >> (cn.fb[0:2] + 1)))
+        # (an If chain, not a case: TIMER applies only the due timer above)
+        with m.If(kind == EventKind.TX):
+            m.d.comb += nxt.cnt.eq(s.cnt + (s.cnt != 0xFFF))
+            total = s.nbytes + tx_bytes
+            m.d.comb += nxt.nbytes.eq(Mux(total > 0xFFFFF, 0xFFFFF, total))
+            with m.If(~s.armed):
                 m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
+        with m.Elif(kind == EventKind.CN):
+            m.d.comb += nxt.cnt.eq(s.cnt + (s.cnt != 0xFFF))
+            m.d.comb += nxt.rate.eq(rate1 - (rate1 >> (cn.fb[0:2] + 1)))
+            m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
         # latency > 1 (to test the engine's multi-cycle modify stage): the same update, its
         # result delayed by latency - 1 cycles
         d = self.latency - 1

@@ -216,10 +216,12 @@ class FlowEngine(wiring.Component):
         for k in range(2, WB + 1):
             m.d.sync += [sv[k].eq(sv[k - 1]), sev[k].eq(sev[k - 1]), st_t[k].eq(st_t[k - 1])]
         # after write-back, the word written and its flow: stages WB + 1 ... WB + L + 2 (the
-        # forwarding sources of the modify stage and of the wheel bookkeeping, below)
+        # forwarding sources of the modify stage and of the wheel bookkeeping, below); the
+        # valid bit and flow are compared up to stage WB + L + 1 only (the word of stage
+        # WB + L + 2 is a candidate selected by the compare made a stage earlier)
         LAST = WB + L + 2
-        wv = {k: Signal(name=f"s{k}_wvalid") for k in range(WB + 1, LAST + 1)}
-        wflow = {k: Signal(cfg.flow_width, name=f"s{k}_flow") for k in range(WB + 1, LAST + 1)}
+        wv = {k: Signal(name=f"s{k}_wvalid") for k in range(WB + 1, LAST)}
+        wflow = {k: Signal(cfg.flow_width, name=f"s{k}_flow") for k in range(WB + 1, LAST)}
         wword = {k: Signal(word_lay, name=f"s{k}_word") for k in range(WB + 1, LAST + 1)}
 
         def valid_at(k):
@@ -298,6 +300,10 @@ class FlowEngine(wiring.Component):
                 for i, (name, width, _) in enumerate(dp.regs):
                     with m.Case(i):
                         m.d.sync += regs[name].eq(self.csr_w.payload.data[:width])
+                # a write to an address without a register is ignored (the model's rule),
+                # stated as the case's default so that the exported case is complete
+                with m.Default():
+                    m.d.sync += regs.eq(regs)
 
         # -- stage 1: RAM read; forwarding selects computed here, a stage early -----------------
         # The event in stage 2 (first modify cycle) takes its flow's state from the newest of:
@@ -357,6 +363,9 @@ class FlowEngine(wiring.Component):
             for i, name in enumerate(lay["fields"]):
                 with m.Case(i):
                     m.d.comb += written[name].eq(evl.value)
+            with m.Default():
+                # a field number past the last field writes nothing (the model's rule)
+                m.d.comb += written.eq(st_l)
 
         algo_next = Signal(dp.state_layout)
         en_next = Signal()
@@ -371,6 +380,9 @@ class FlowEngine(wiring.Component):
                     m.d.comb += en_next.eq(0)
                 with m.Case(CtlOp.WRITE):
                     m.d.comb += algo_next.eq(written)
+                with m.Default():
+                    # READ (and the codes no CtlOp names) leaves the flow as it is
+                    m.d.comb += [algo_next.eq(st_l), en_next.eq(en_l)]
         with m.Elif(en_l):
             m.d.comb += algo_next.eq(out.next_state)
 
@@ -499,8 +511,9 @@ class FlowEngine(wiring.Component):
         m.d.sync += [wv[WB + 1].eq(s3_valid), wflow[WB + 1].eq(s3_ev.flow),
                      wword[WB + 1].eq(word_w)]
         for k in range(WB + 2, LAST + 1):
-            m.d.sync += [wv[k].eq(wv[k - 1]), wflow[k].eq(wflow[k - 1]),
-                         wword[k].eq(wword[k - 1])]
+            m.d.sync += wword[k].eq(wword[k - 1])
+            if k in wv:
+                m.d.sync += [wv[k].eq(wv[k - 1]), wflow[k].eq(wflow[k - 1])]
         # A READ's response is the word it writes back, but a READ never inserts (it is a CTL
         # operation other than WRITE, and not a pop: ins = 0, q_cnt and q_valid unchanged), so
         # its wheel fields are q_in's: the rd FIFO's data does not wait for the insert decision
@@ -543,7 +556,12 @@ class FlowEngine(wiring.Component):
             with m.If(late > cnt["late_max"]):
                 m.d.sync += cnt["late_max"].eq(late)
         for i, (lo, hi) in enumerate(LATE_BUCKETS):
-            in_bucket = (late >= lo) if hi is None else ((late >= lo) & (late <= hi))
+            # (no lower compare for the first bucket: late >= 0 always holds)
+            in_bucket = Const(1)
+            if lo:
+                in_bucket = in_bucket & (late >= lo)
+            if hi is not None:
+                in_bucket = in_bucket & (late <= hi)
             bump(hist[i], s3_expired & in_bucket)
 
         readable = [(i, regs[name]) for i, (name, _, _) in enumerate(dp.regs)]

@@ -37,6 +37,7 @@ Per update at ``t``, in this order (the model's docstring is the normative state
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data
@@ -65,6 +66,9 @@ TX_OFF = 2
 #: the offer field's flag bits above the LSN, in order
 OFFER_FLAGS = ("elig", "ect", "retx", "last", "act")
 _SAT16 = (1 << 16) - 1
+#: the state fields the event cycle (2) reads from the word read in cycle 1
+_C2_FIELDS = ("una", "snd_max", "msg_len", "first_ack", "credit", "new_cnt", "fs_acked",
+              "rto_dl", "on", "dl", "ovr")
 
 
 @dataclass(frozen=True)
@@ -215,14 +219,17 @@ class LdcpTxDatapath(LdcpDatapath):
         # the earlier of the applied deadlines (lateness); both due: the earlier one
         rel_first = time_le(s.dl, s.rto_dl, W)
         late = wire("late", Mux(rel_due & (~rto_due | rel_first), t - s.dl, t - s.rto_dl), W)
-        c1 = {"s": s.as_value(), "kind": kind, "tx": tx_bytes, "cn": cn.as_value(), "t": t,
+        # the state fields cycle 2 reads (the window's cw comes as cw_in, nxt as nxt1; the
+        # stage and rto_on are not read again), carried one cycle
+        c1 = {**{"s_" + f: s[f] for f in _C2_FIELDS}, "s_wr_hi": s.wr[CW_WIDTH:],
+              "kind": kind, "tx": tx_bytes, "cn": cn.as_value(), "t": t,
               "rel_due": rel_due, "rto_due": rto_due, "cw_in": cw_in, "nxt1": nxt1,
               "stage1": stage1, "late": late, "act": act0,
               "counting0": wire("counting0", act0 & (s.una < nxt1)),
               "left0": wire("left0", nxt1 < s.msg_len),
               "iw_bytes": pre["iw_bytes"]}
         r = {k: at(v, 1, 2, "c1_" + k) for k, v in c1.items()}
-        s2 = self.state_layout(r["s"])
+        s2 = SimpleNamespace(**{f: r["s_" + f] for f in _C2_FIELDS})
         a = self.cn_layout(r["cn"])
 
         # ---- cycle 2: the event --------------------------------------------------------------
@@ -267,9 +274,10 @@ class LdcpTxDatapath(LdcpDatapath):
         rto = regs.rto
         rto_dl2 = Mux(restart, (t2 + Mux(rto == 0, 1, rto))[:W], s2.rto_dl)
         exit_v = Mux(exit1, fs_new << FRAC_BITS, regs.cw_bdp)
-        c2 = {"start": start, "stage": stage2, "first": first2, "credit": credit2,
+        c2 = {"stage": stage2, "first": first2, "credit": credit2,
               "act": act2, "nxt": nxt2, "una": una3, "snd_max": snd_max2, "msg": msg2,
-              "new_cnt": new_cnt2, "fs": fs2, "rto_on": counting, "rto_dl": rto_dl2,
+              # (new_cnt saturates at 2**16 - 1: its 17th bit is always 0)
+              "new_cnt": new_cnt2[:IW_WIDTH], "fs": fs2, "rto_on": counting, "rto_dl": rto_dl2,
               "inflight": wire("inflight", (nxt2 - una3)[:LW], LW),
               "left": wire("left", nxt2 < msg2),
               "last": wire("last", (msg2 - nxt2)[:LW] <= mtu),
@@ -285,7 +293,7 @@ class LdcpTxDatapath(LdcpDatapath):
         enable_l = at(wire("tmr_en", (q["stage"] == LdcpTxStage.STABLE) & q["act"]), A, L,
                       "tmr_en")
         wp = self.window_part(
-            m, wr=at(Cat(r["cw_in"], s2.wr[CW_WIDTH:]), 2, A, "wr_in"),
+            m, wr=at(Cat(r["cw_in"], r["s_wr_hi"]), 2, A, "wr_in"),
             on=at(s2.on, 2, A, "on"), dl=at(s2.dl, 2, A, "dl"), ovr=at(s2.ovr, 2, A, "ovr"),
             n_marked=at(Mux(win_ack & a.ece, a.n, 0), 2, A, "nm"),
             n_unmarked=at(Mux(win_ack & ~a.ece, a.n, 0), 2, A, "nu"),

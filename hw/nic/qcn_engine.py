@@ -122,9 +122,11 @@ class QcnDatapath(FlowDatapath):
 
     def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
               valid=None) -> DatapathOut:
-        return self._update(m, _Stages(m, _CUTS[self.latency]), state=state, kind=kind,
-                            tx_bytes=tx_bytes, cn=cn, t=t, regs=regs, pre=pre,
-                            valid=Const(0) if valid is None else valid)
+        stage = _Stages(m, _CUTS[self.latency])
+        out = self._update(m, stage, state=state, kind=kind, tx_bytes=tx_bytes, cn=cn, t=t,
+                           regs=regs, pre=pre, valid=Const(0) if valid is None else valid)
+        stage.finish()
+        return out
 
     def _update(self, m: Module, stage, *, state, kind, tx_bytes, cn, t, regs, pre,
                 valid) -> DatapathOut:
@@ -155,7 +157,7 @@ class QcnDatapath(FlowDatapath):
         v.tx = wire("tx", (kind == EventKind.TX) & s.active)
         v.due = wire("due", s.t_on & time_le(s.t_dl, t, W))
         v.byte_cycle = wire("byte_cycle", v.tx & ~_gt(s.bc, tx_bytes))    # bytes >= BC
-        v.bc_left = s.bc - tx_bytes
+        v.bc_left = (s.bc - tx_bytes)[:len(s.bc)]      # the next BC (used when bytes < BC)
         v.t_base = Mux(v.cnm, t, s.t_dl)              # the timer restarts from t or reloads
 
         # the stages against F before and after a step (a stage at 255 holds: no wrap)
@@ -299,29 +301,67 @@ _CUTS = {1: (), 2: (3,), 3: (2, 4), 4: (1, 3, 5), 5: (1, 2, 3, 5), 6: (1, 2, 3, 
 QCN_PIPE_LATENCY = 6
 
 
+class _Cut(SimpleNamespace):
+    """The namespace after a cut: a value's register is made when a later stage first reads
+    it, so a value whose last use is before the cut is not registered (no dead flip-flops)."""
+
+    def __init__(self, pending: dict):
+        object.__setattr__(self, "_pending", pending)
+
+    def __getattr__(self, name):
+        pending = self.__dict__["_pending"]
+        if name not in pending:
+            raise AttributeError(name)
+        value = pending.pop(name)()
+        object.__setattr__(self, name, value)
+        return value
+
+    def __setattr__(self, name, value):
+        self.__dict__["_pending"].pop(name, None)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if self.__dict__["_pending"].pop(name, None) is None:
+            object.__delattr__(self, name)
+
+    def names(self) -> list:
+        return [k for k in vars(self) if k != "_pending"] + list(self.__dict__["_pending"])
+
+
 class _Stages:
     """The stage hook of :meth:`QcnDatapath._update`: cut point ``n`` (counted per call)
-    registers every value of the namespace if ``n`` is one of ``cuts``, else passes it on
-    (a pipelined build: ``pipelined``); ``k``: the cut points registered so far."""
+    registers every value of the namespace that a later stage reads if ``n`` is one of
+    ``cuts``, else passes it on (a pipelined build: ``pipelined``); ``k``: the cut points
+    registered so far.  The registers are made as they are read (:class:`_Cut`, possibly
+    inside an ``m.If``), so their statements are added by :meth:`finish`, after the update."""
 
     def __init__(self, m: Module, cuts):
         self.m, self.cuts, self.n, self.k = m, frozenset(cuts), 0, 0
         self.pipelined = bool(self.cuts)
+        self._stmts = []
 
     def __call__(self, v: SimpleNamespace) -> SimpleNamespace:
         self.n += 1
         if self.n not in self.cuts:
             return v
         self.k += 1
-        return SimpleNamespace(**{name: self._reg(name, x) for name, x in vars(v).items()})
+        names = v.names() if isinstance(v, _Cut) else list(vars(v))
+        return _Cut({name: (lambda name=name, n=self.n: self._reg(name, getattr(v, name), n))
+                     for name in names})
 
-    def _reg(self, name, x):
+    def _reg(self, name, x, n):
         if isinstance(x, list):
-            return [self._reg(f"{name}{j}", y) for j, y in enumerate(x)]
+            return [self._reg(f"{name}{j}", y, n) for j, y in enumerate(x)]
         shape = x.shape() if isinstance(x, data.View) else Value.cast(x).shape()
-        reg = Signal(shape, name=f"qcn_p{self.n}_{name}")
-        self.m.d.sync += reg.eq(x)
+        reg = Signal(shape, name=f"qcn_p{n}_{name}")
+        self._stmts.append(reg.eq(x))
         return reg
+
+    def finish(self):
+        """Add the registers' statements (unconditional), once the update is built."""
+        if self._stmts:
+            self.m.d.sync += self._stmts
+        self._stmts = []
 
 
 def _product(a, b, split: bool, plus=()) -> list:
