@@ -319,25 +319,25 @@ class EngineRegs(wiring.Component):
         w_high = Signal(name="win_w_high")
         w_ro = Signal(name="win_w_ro")              # a read-only word: no operation
         readonly = set(getattr(self.dp, "window_readonly", ()))
-        with m.Switch(w_index):
-            for a, (i, name, j, nw) in enumerate(words):
-                with m.Case(a):
-                    m.d.comb += w_field.eq(i)
-                    if name in readonly:
-                        m.d.comb += w_ro.eq(1)
-                    elif j:
-                        m.d.comb += w_high.eq(1)
-                    else:       # W0 commits the whole field: its data and the staged words
-                        m.d.comb += w_value.eq(Cat(w.payload.data, *(
-                            staged[name, x] for x in range(1, nw))))
+        # (the word decodes below are one If per word, not a Switch: a Switch over the index
+        # without every value as a case lints as an incomplete case)
+        for a, (i, name, j, nw) in enumerate(words):
+            with m.If(w_index == a):
+                m.d.comb += w_field.eq(i)
+                if name in readonly:
+                    m.d.comb += w_ro.eq(1)
+                elif j:
+                    m.d.comb += w_high.eq(1)
+                else:       # W0 commits the whole field: its data and the staged words
+                    m.d.comb += w_value.eq(Cat(w.payload.data, *(
+                        staged[name, x] for x in range(1, nw))))
         w_has_op = w_win & flow_ok(waddr) & (((w_index < n_words) & ~w_high & ~w_ro)
                                              | ((w_index == n_words) & (cmd != 0)))
         with m.If(w.valid & w_win & flow_ok(waddr) & w_high):     # (ready at once)
-            with m.Switch(w_index):
-                for a, (_i, name, j, _nw) in enumerate(words):
-                    if j:
-                        with m.Case(a):
-                            m.d.sync += staged[name, j].eq(w.payload.data)
+            for a, (_i, name, j, _nw) in enumerate(words):
+                if j:
+                    with m.If(w_index == a):
+                        m.d.sync += staged[name, j].eq(w.payload.data)
         w_loaded = Signal(name="win_w_loaded")      # csr_w's operation is in req
         m.d.comb += w.ready.eq(Mux(w_engine, engine.csr_w.ready,
                                    Mux(w_has_op, take_req & req_write, 1)))
@@ -346,12 +346,13 @@ class EngineRegs(wiring.Component):
         # (a wide field's high word answers at once from the snapshot: no READ)
         r_high = Signal(name="win_r_high")
         r_high_data = Signal(32, name="win_r_high_data")
-        with m.Switch(raddr[:k]):
-            for a, (_i, name, j, _nw) in enumerate(words):
-                if j:
-                    with m.Case(a):
-                        m.d.comb += [r_high.eq(1), r_high_data.eq(snap[name, j])]
-        r_win = raddr[top] & flow_ok(raddr) & (raddr[:k] <= n_words) & ~r_high
+        for a, (_i, name, j, _nw) in enumerate(words):
+            if j:
+                with m.If(raddr[:k] == a):
+                    m.d.comb += [r_high.eq(1), r_high_data.eq(snap[name, j])]
+        # (every index is a word when the window is full: no compare, it would be constant)
+        in_window = (raddr[:k] <= n_words) if n_words < 2 ** k - 1 else Const(1)
+        r_win = raddr[top] & flow_ok(raddr) & in_window & ~r_high
         h_ack = Signal(name="win_h_ack")            # a high word's answer, from the snapshot
         h_data = Signal(32, name="win_h_data")
         m.d.sync += [h_ack.eq(self.csr_rstb & raddr[top] & flow_ok(raddr) & r_high),
@@ -370,13 +371,12 @@ class EngineRegs(wiring.Component):
         with m.If(rd_take):
             m.d.sync += r_word.eq(engine.rd.payload.word)
             # reading W0 of a wide field snapshots its high words
-            with m.Switch(r_index):
-                for a, (_i, name, j, nw) in enumerate(words):
-                    if j == 0 and nw > 1:
-                        with m.Case(a):
-                            value = engine.rd.payload.word.algo[name]
-                            m.d.sync += [snap[name, x].eq(value[32 * x:32 * x + 32])
-                                         for x in range(1, nw)]
+            for a, (_i, name, j, nw) in enumerate(words):
+                if j == 0 and nw > 1:
+                    with m.If(r_index == a):
+                        value = engine.rd.payload.word.algo[name]
+                        m.d.sync += [snap[name, x].eq(value[32 * x:32 * x + 32])
+                                     for x in range(1, nw)]
 
         with m.If(take_req):
             m.d.sync += req_valid.eq(0)
@@ -400,6 +400,8 @@ class EngineRegs(wiring.Component):
                         m.d.comb += win_data.eq(r_word.algo[name][:32])
             with m.Case(n_words):
                 m.d.comb += win_data.eq(r_word.en << CTRL_EN_BIT)
+            with m.Default():   # a high word (answered from the snapshot) or no word: 0
+                m.d.comb += win_data.eq(0)
         m.d.comb += [self.csr_rack.eq(g_ack | r_done),
                      self.csr_rdata.eq(Mux(r_done, win_data,
                                            Mux(h_ack, h_data, global_rdata)))]

@@ -336,7 +336,9 @@ class TimerWheel(wiring.Component):
         lag_hi = Signal(name="")
         m.d.comb += lag_hi.eq(lag1[ws:] != 0)
         due_mask = Signal(B, name="")
-        m.d.comb += due_mask.eq(Cat(*[lag_hi | (lag1[:ws] >= i) for i in range(B)]))
+        # (offset 0 is due at any lag: no compare, which would be constant)
+        m.d.comb += due_mask.eq(Cat(*[(lag_hi | (lag1[:ws] >= i)) if i else Const(1)
+                                      for i in range(B)]))
         if c.pop_buffer:
             # the pop buffer (POP_BUFFER entries, registers) and the pops in flight through the
             # slot RAM (issued one and two cycles ago): the cursor issues only if all of them
