@@ -17,7 +17,8 @@ from hw.nic.flow_engine_config import FlowEngineConfig
 LONG = bool(os.environ.get("CC_LONG"))
 
 #: the smallest engine: 4 flows; the wheel's smallest horizon (4 bitmap words) and slots
-SMALL = dict(n_flows=4, time_width=26, wheel_horizon=128, wheel_slots=256)
+SMALL = dict(n_flows=4, time_width=26, wheel_horizon=128, wheel_slots=256,
+             wheel_entries_per_flow=16)   # more entries than the longest pipeline's margin
 
 
 def _engine(**kw) -> FlowEngineConfig:

@@ -25,7 +25,8 @@ from .timer_wheel_config import INSERT_LATENCY
 
 __all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "engine_layouts",
            "late_bucket", "PIPE_DEPTH", "REEVAL",
-           "WHEEL_MARGIN", "MAX_ENTRIES", "pipe_depth", "reeval", "wheel_margin"]
+           "WHEEL_MARGIN", "MAX_ENTRIES", "pipe_depth", "reeval", "wheel_margin",
+           "check_wheel_margin"]
 
 
 class Src:
@@ -58,6 +59,19 @@ def wheel_margin(latency: int = 1, insert_latency: int = INSERT_LATENCY) -> int:
     per pipeline stage, insert_latency - 2 in the wheel) and the occupancy output's one-cycle
     lag, with room."""
     return pipe_depth(latency) + 5 + (insert_latency - INSERT_LATENCY)
+
+
+def check_wheel_margin(config: FlowEngineConfig, latency: int) -> None:
+    """The engine holds its inputs while wheel occupancy + margin >= the wheel's entries: with
+    no more entries than the margin (few flows, a long pipeline) it would never take an event.
+    One ConfigError line instead."""
+    entries = config.wheel_config().max_entries
+    margin = wheel_margin(latency, config.wheel_config().insert_latency)
+    if entries <= margin:
+        raise ConfigError(config, "wheel_entries_per_flow", config.wheel_entries_per_flow,
+                          f"n_flows x wheel_entries_per_flow ({entries}) above the engine's "
+                          f"wheel margin {margin} (datapath latency {latency}), else the "
+                          "engine never takes an event")
 
 
 #: the figures of a one-cycle datapath (the toy)
@@ -126,6 +140,7 @@ class FlowEngine(wiring.Component):
             raise ConfigError(config, "out_fifo_depth", config.out_fifo_depth,
                               f">= {need} (datapath latency {datapath.latency} + 4) for one "
                               "event per clock")
+        check_wheel_margin(config, datapath.latency)
         self.config = config
         self.dp = datapath
         self._wheel_factory = wheel

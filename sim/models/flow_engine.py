@@ -26,6 +26,7 @@ from hw.nic.flow_engine import (
     MAX_ENTRIES,
     WHEEL_STATS,
     Src,
+    check_wheel_margin,
     engine_layouts,
     late_bucket,
     pipe_depth,
@@ -79,6 +80,7 @@ class FlowEngineModel:
         # stage k holds the write-back action of the event issued k cycles ago (or None)
         #: the datapath's modify cycles (see hw.nic.flow_datapath)
         self.latency = L = getattr(dpm.rtl, "latency", 1)
+        check_wheel_margin(cfg, L)
         #: the wheel's insert latency (4, or 5 with its read stage)
         self.insert_latency = IL = cfg.wheel_config().insert_latency
         self.reeval = reeval(L, IL)
