@@ -23,6 +23,9 @@ runner built a variant of the top (e.g. a smaller timer wheel); ``CC_CN_SOURCE``
 ``swift``, the notifications of :func:`algo_events` (:data:`CN_SOURCES`); ``CC_HOT_START``:
 the chance per event that a hot stretch starts (default 0.002; hot stretches cost about the
 datapath's latency in cycles per event, so a long run of a deep datapath may make them rarer).
+The test ``ldcp_events`` drives the three LDCP tops with the event sources of
+:mod:`cocotb_tests.ldcp_engine_events` (``CC_LDCP_SOURCE``, ``CC_LDCP_CHUNK``, ``CC_LDCP_HOT``),
+which read the model's state of a flow to build its next events.
 """
 
 from __future__ import annotations
@@ -496,3 +499,61 @@ async def algo_events(dut):
     tb.log.info("counters: %s", counters)
     assert counters["overflow"] == 0 and counters["expiries"] == 0
     assert counters["ev_cn"] >= n_events // 2 and tb.rates > 0
+
+
+# -- LDCP: the window engine, the sender, the receiver (event sources that read the model) -----
+
+@cocotb.test()
+async def ldcp_events(dut):
+    """A multi-flow LDCP top (``CC_LDCP_SOURCE``: ``window``, ``tx`` or ``rx``, the sources of
+    :mod:`cocotb_tests.ldcp_engine_events`): the source's registers written, START of every
+    flow (1024), the source's priming events (the sender: a message per flow), then
+    ``CC_EVENTS`` input events generated in chunks of ``CC_LDCP_CHUNK`` (default 200) from the
+    engine model's state of each flow at that time (hot flows and hot stretches included),
+    random idle on every input and back-pressure on ``rate`` and ``rd``; timer events (release
+    deadlines, timeouts, flushes) from the wheel.  Every output compared with the model every
+    cycle; every flow READ at the end; every counter (events, expiries, lateness and its
+    histogram, wheel statistics) read back and compared."""
+    from cocotb_tests.ldcp_engine_events import LDCP_SOURCES
+    tb = FlowEngineTB(dut, env_seed(4))
+    n_events = env_count("CC_EVENTS", 2000)
+    chunk = env_count("CC_LDCP_CHUNK", 200)
+    name = os.environ.get("CC_LDCP_SOURCE", "window")
+    source = LDCP_SOURCES[name](tb)
+    t_cpu = time.process_time()
+    await tb.start()
+    regs = [r for r, _, _ in tb.dp.regs]
+    for reg, value in source.regs.items():        # before the STARTs (cw_init is read there)
+        tb.queues["csr_w"].append((regs.index(reg), value))
+    await tb.drain()
+    for f in range(tb.cfg.n_flows):
+        tb.queues["ctl"].append((f, CtlOp.START, 0, 0))
+    await tb.drain()
+    source.prime()
+    await tb.drain()
+    tb.p_valid = {"tx": 0.9, "cn": 0.9, "ctl": 0.5, "csr_w": 0.5}
+    tb.p_rate_ready, tb.p_rd_ready = 0.9, 0.7
+    t0, c0, e0 = time.perf_counter(), tb.cycles, tb.model.issued
+    while source.generated < n_events:
+        source(min(chunk, n_events - source.generated))
+        while any(tb.queues.values()):
+            await tb.run(50)
+    await tb.drain()
+    await tb.run(300)                       # (due timers pop)
+    dt = time.perf_counter() - t0
+    events = tb.model.issued - e0
+    await tb.read_every_flow()
+    counters = await tb.read_all_counters()
+    late_h = [counters[f"late_h{i}"] for i in range(len(LATE_BUCKETS))]
+    tb.log.info("LDCP %s: %d input events over %d flows, %d events issued (incl. %d timer "
+                "pops) in %d cycles (%.3f events/cycle), %.0f events/s wall, %d rate "
+                "outputs, %d reads; %d expiries, lateness max %d sum %d histogram %s; "
+                "%d cycles compared in all, %.1f s CPU", name, source.generated,
+                tb.cfg.n_flows, events, counters["ev_timer"], tb.cycles - c0,
+                events / (tb.cycles - c0), events / dt, tb.rates, tb.rds,
+                counters["expiries"], counters["late_max"], counters["late_sum"], late_h,
+                tb.cycles, time.process_time() - t_cpu)
+    tb.log.info("counters: %s", counters)
+    assert counters["overflow"] == 0 and counters["overflow_count"] == 0
+    assert counters["expiries"] > 0 and counters["ev_cn"] >= source.generated // 8
+    assert tb.rates > 0 and tb.rds > 0

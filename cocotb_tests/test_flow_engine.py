@@ -2,8 +2,9 @@
 (cocotb_tests/flow_engine_tb.py): the toy datapath (top flow_engine_toy), DCQCN (top
 dcqcn_engine_1k, once per profile: the profile's registers written through csr_w at run time
 on the one build, ConnectX at reset), QCN (top qcn_engine_1k), TIMELY and Swift (tops
-timely_engine_1k, swift_engine_1k: the algorithm's completions / ACKs, test algo_events); 1024
-flows each.
+timely_engine_1k, swift_engine_1k: the algorithm's completions / ACKs, test algo_events), and
+the LDCP window engine, sender and receiver (ldcp_engine_1k, ldcp_tx_engine_1k,
+ldcp_rx_engine_1k: test ldcp_events, behind CC_LDCP_ENGINES=1 or CC_LONG=1); 1024 flows each.
 
 Event counts: ``make test`` runs are meant to cost under about a minute each on a 2-core
 machine (build excluded; the DCQCN/QCN default of 6,000 events is sized from the toy's run and
@@ -170,3 +171,37 @@ def test_delay_engine_random_events(top, model_dp, source, seed):
     run_cocotb(b, TB, "algo_events", tag=f"algo_events_{source}",
                env=engine_env(top, model_dp, run_length(2_000, LONG_EVENTS, "CC_EVENTS"), seed,
                               CC_CN_SOURCE=source, CC_HOT_START=hot, **extra))
+
+
+# -- LDCP: the window engine, the sender and the receiver (timers: the 8192-slot wheel) ---------
+
+LDCP_ENGINES = [("ldcp_engine_1k", "sim.models.ldcp_engine:LdcpDatapathModel", "window", 61),
+                ("ldcp_tx_engine_1k", "sim.models.ldcp_engine:LdcpTxDatapathModel", "tx", 62),
+                ("ldcp_rx_engine_1k", "sim.models.ldcp_engine:LdcpRxDatapathModel", "rx", 63)]
+#: the LDCP runs' soak size (CC_LONG=1): >= 100,000 input events over the 1024 flows
+LDCP_LONG_EVENTS = 100_000
+
+
+@pytest.mark.cocotb
+@pytest.mark.skipif(
+    not long_runs() and os.environ.get("CC_LDCP_ENGINES", "0") in ("", "0"),
+    reason="LDCP engine tops on Verilator: CC_LDCP_ENGINES=1 (2,000 events each) or CC_LONG=1 "
+           "(100,000): not in make test's budget")
+@pytest.mark.parametrize("top,model_dp,source,seed", LDCP_ENGINES)
+def test_ldcp_engine_random_events(top, model_dp, source, seed):
+    """The multi-flow LDCP tops, 1024 flows (window engine, sender, receiver; the tops with
+    an 8192-slot wheel, 4096-cycle horizon, as the DCQCN runners): the source's registers, a
+    START of every flow, then events from the engine model's state of each flow
+    (cocotb_tests/ldcp_engine_events.py: ACKs, sent reports, packets, TX, READ / WRITE /
+    RESET, register rewrites), hot flows and hot stretches, back-pressure; release
+    deadlines, timeouts and flushes from the wheel; every output every cycle, every flow READ
+    and every counter compared with the model.  ``CC_LDCP_ENGINES=1``: 2,000 input events;
+    ``CC_LONG=1``: 100,000 over the 1024 flows, the hot flow's share 10 % instead of 30 %
+    (``CC_LDCP_HOT``: a hot flow's events are the datapath's latency apart, 26 / 28 cycles
+    for the window engine and the sender, and at 30 % the sender's run took 9 cycles per
+    event); ``CC_EVENTS`` overrides the count."""
+    b, extra = algo_build(top)
+    hot = os.environ.get("CC_LDCP_HOT") or ("0.1" if long_runs() else "")
+    run_cocotb(b, TB, "ldcp_events", tag=f"ldcp_events_{source}",
+               env=engine_env(top, model_dp, run_length(2_000, LDCP_LONG_EVENTS, "CC_EVENTS"),
+                              seed, CC_LDCP_SOURCE=source, CC_LDCP_HOT=hot, **extra))
