@@ -6,9 +6,9 @@ timely_engine_1k, swift_engine_1k: the algorithm's completions / ACKs, test algo
 the LDCP window engine, sender and receiver (ldcp_engine_1k, ldcp_tx_engine_1k,
 ldcp_rx_engine_1k: test ldcp_events, behind CC_LDCP_ENGINES=1 or CC_LONG=1); 1024 flows each.
 
-Event counts: ``make test`` runs are meant to cost under about a minute each on a 2-core
-machine (build excluded; the DCQCN/QCN default of 6,000 events is sized from the toy's run and
-still to be timed on their builds); ``CC_LONG=1`` (``make test-long``) runs 150,000 events over
+Event counts: ``make test`` runs are sized by the suite's 20-minute budget (toy 8,000 events,
+DCQCN 2,000 per profile, QCN 4,000: 20-60 s each with the build on a 2-core machine);
+``CC_LONG=1`` (``make test-long``) runs 150,000 events over
 the 1024 flows; ``CC_EVENTS`` overrides both.
 
 The DCQCN and QCN runners build their top with a smaller timer wheel (8192 slots, 4096-cycle
@@ -86,7 +86,7 @@ def dcqcn_profile_regs(top: str, profile: str) -> dict:
 @pytest.mark.cocotb
 def test_random_events():
     run_cocotb(build(), TB, "random_events",
-               env=engine_env(TOP, TOY_DP, run_length(20_000, LONG_EVENTS, "CC_EVENTS"), 11))
+               env=engine_env(TOP, TOY_DP, run_length(8_000, LONG_EVENTS, "CC_EVENTS"), 11))
 
 
 @pytest.mark.cocotb
@@ -105,7 +105,7 @@ def test_dcqcn_engine_random_events(profile):
     regs = json.dumps(dcqcn_profile_regs(top, profile))
     b, extra = algo_build(top)
     run_cocotb(b, TB, "random_events", tag=f"random_events_{profile}",
-               env=engine_env(top, DCQCN_DP, run_length(3_000, LONG_EVENTS, "CC_EVENTS"),
+               env=engine_env(top, DCQCN_DP, run_length(2_000, LONG_EVENTS, "CC_EVENTS"),
                               21 + PROFILES.index(profile), CC_REGS=regs, **extra))
 
 
@@ -119,7 +119,7 @@ def test_qcn_engine_random_events():
                        "time_span_half": 500})
     b, extra = algo_build(top)
     run_cocotb(b, TB, "random_events",
-               env=engine_env(top, QCN_DP, run_length(6_000, LONG_EVENTS, "CC_EVENTS"), 31,
+               env=engine_env(top, QCN_DP, run_length(4_000, LONG_EVENTS, "CC_EVENTS"), 31,
                               CC_REGS=regs, **extra))
 
 
