@@ -14,7 +14,6 @@ import os
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from hw.lib.csr import fourcc
 from hw.nic.flow_datapath import CtlOp
@@ -23,6 +22,7 @@ from hw.nic.swift_engine import SwiftOp
 from hw.nic.swift_nic import SWIFT_NIC_ACK_TO_GRANT, SwiftNic, SwiftNicConfig
 from hw.params import ConfigError
 from sim.models.swift_nic import SwiftNicModel
+from tests.streams import run_testbenches
 
 SEED = int(os.environ.get("CC_SEED", "20261128"))
 LONG = os.environ.get("CC_LONG", "") not in ("", "0")
@@ -181,20 +181,6 @@ class NicHarness:
         return now
 
 
-def _simulate(dut, body):
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    done = []
-
-    async def bench(ctx):
-        await body(ctx)
-        done.append(True)
-
-    sim.add_testbench(bench)
-    sim.run()
-    assert done
-
-
 def gaps(times):
     return [b - a for a, b in zip(times, times[1:], strict=False)]
 
@@ -319,7 +305,7 @@ def test_episode_random_traffic_and_registers():
         assert await csr_read(ctx, dut, pb + pm.addr("IVAL_W0", g2)) == 0xFFFF_0000
         assert await csr_read(ctx, dut, pb + pm.addr("IVAL_W1", g2)) == 0xFF
 
-    _simulate(dut, body)
+    run_testbenches(dut, body, period=1e-6)
 
 
 @pytest.mark.skipif(not LONG, reason="CC_LONG=1: 16 flows, 960 events (minutes)")
@@ -341,7 +327,7 @@ def test_random_long():
         await h.run(ctx, until_idle=True)
         print(f"{h.cycle} cycles, {len(h.records)} records, {len(h.grants)} grants")
 
-    _simulate(h.dut, body)
+    run_testbenches(h.dut, body, period=1e-6)
 
 
 def test_configuration_errors_are_one_line():

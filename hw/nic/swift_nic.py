@@ -67,7 +67,7 @@ from amaranth.lib.wiring import In, Out
 from ..layouts.common import csr_write_layout
 from ..params import BlockConfig, ConfigError
 from .engine_regs import EngineRegs
-from .flow_engine import FlowEngine, wheel_margin
+from .flow_engine import FlowEngine, check_wheel_margin
 from .flow_engine_config import CSR_DATA_WIDTH, FlowEngineConfig
 from .pacer import PacerDatapath
 from .pacer_config import PacerConfig
@@ -115,13 +115,10 @@ class SwiftNicConfig(BlockConfig):
         if pe.clk_hz != se.clk_hz:
             raise ConfigError(self, "pacer.engine.clk_hz", pe.clk_hz,
                               f"the Swift engine's clk_hz ({se.clk_hz}): pace is in its cycles")
-        for name, eng, lat in (("swift", se, SWIFT_PIPE_LATENCY), ("pacer", pe, 1)):
-            # the engine holds its inputs while wheel occupancy + margin >= its entries
-            if eng.wheel_config().max_entries <= wheel_margin(lat):
-                raise ConfigError(self, f"{name}.engine.wheel_entries_per_flow",
-                                  eng.wheel_entries_per_flow,
-                                  f"n_flows x wheel_entries_per_flow above the engine's wheel "
-                                  f"margin {wheel_margin(lat)} (else it never takes an event)")
+        # each engine must have more wheel entries than its margin (else it never takes an
+        # event): checked here, at configuration time, by the engine's own rule
+        check_wheel_margin(se, SWIFT_PIPE_LATENCY)
+        check_wheel_margin(pe, 1)
         if self.pacer.byte_mode:
             raise ConfigError(self, "pacer.byte_mode", True,
                               "False (Swift's pace is an interval per packet)")
