@@ -45,8 +45,9 @@ async def random_events(dut):
     rng = tb.rng
     await tb.start()
     p_cnp = 0.3
+    phase = max(1, n_events // 5)    # five phases whatever the length (20,000 at 10^5)
     for i in range(n_events):
-        if i % 20_000 == 0:          # vary the CNP density: congested and calm phases
+        if i % phase == 0:           # vary the CNP density: congested and calm phases
             p_cnp = rng.choice([0.02, 0.1, 0.3, 0.6])
         x = rng.random()
         # back-to-back, short, about one timer period, several periods, long idle

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from cocotb_tests.infra.build import build_top, run_cocotb
+from cocotb_tests.infra.build import build_top, run_cocotb, run_length
 from hw.nic.dcqcn_config import PROFILES, DcqcnRpConfig
 from hw.nic.dcqcn_rp import DcqcnRp
 
@@ -15,8 +13,9 @@ TB = "cocotb_tests.dcqcn_rp_tb"
 
 def config(profile: str) -> DcqcnRpConfig:
     """The profile with short timers (at 156.25 MHz: T 0.64 µs = 100 cycles, K 0.32 µs = 50,
-    P 0.192 µs = 30, B <= 30000 bytes), so that 100,000 random events, ~4 M cycles, expire
-    every timer and counter many thousand times."""
+    P 0.192 µs = 30, B <= 30000 bytes), so that a random run (25,000 events per profile, 10^5
+    over the four, by default; 100,000 per profile under ``CC_LONG``: ~4 M cycles) expires
+    every timer and counter thousands of times."""
     base = DcqcnRpConfig.profile(profile)
     return base.replace(rpg_time_reset=0.64, dce_tcp_rtt=0.32, rate_reduce_monitor_period=0.192,
                         rpg_byte_reset=min(base.rpg_byte_reset, 30_000))
@@ -36,7 +35,8 @@ def build(profile: str, cfg: DcqcnRpConfig):
 def test_random_events(profile):
     cfg = config(profile)
     run_cocotb(build(profile, cfg), TB, "random_events",
-               env={"CC_CONFIG": cfg.to_json(), "CC_EVENTS": os.environ.get("CC_EVENTS", "100000"),
+               env={"CC_CONFIG": cfg.to_json(),
+                    "CC_EVENTS": run_length(25_000, 100_000, "CC_EVENTS"),
                     "CC_DEFAULT_SEED": str(1000 + PROFILES.index(profile)), **FAST_CLOCK})
 
 

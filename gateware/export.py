@@ -309,10 +309,7 @@ def export_block(top_name: str, out_dir: Path, *, config=None, overrides: dict |
         "config_class": type(config).__name__, "config": dataclasses.asdict(config),
         "clk_hz": clock, "bus": "axi4-lite" if axi else ("csr" if regmap else None),
         "ports": ports,
-        "registers": None if regmap is None else {
-            "block_type": regmap.block_type, "version": list(regmap.version),
-            "addr_width_words": regmap.addr_width, "size_bytes": regmap.size_bytes,
-            "header_offset_words": regmap.header_offset, "layout": regmap.c_layout()},
+        "registers": None if regmap is None else _register_meta(regmap),
         "amaranth_metadata": component.metadata.as_json(),
     }
     paths = {"v": verilog, "json": out_dir / f"{name}.json",
@@ -327,6 +324,24 @@ def export_block(top_name: str, out_dir: Path, *, config=None, overrides: dict |
     paths["core"] = out_dir / f"{name}.core"
     _write_if_changed(paths["core"], fusesoc_core(name, paths, top.description))
     return paths
+
+
+def _register_meta(regmap) -> dict:
+    """The register map's entry of ``<name>.json``: block type, version, size, header offset
+    and the C layout; for a map group (several blocks on one port) the same per part, with
+    the part's base word."""
+    from hw.lib.csr import RegisterMapGroup
+
+    def one(m):
+        return {"block_type": m.block_type, "version": list(m.version),
+                "addr_width_words": m.addr_width, "size_bytes": m.size_bytes,
+                "header_offset_words": m.header_offset}
+    if isinstance(regmap, RegisterMapGroup):
+        return {"addr_width_words": regmap.addr_width, "size_bytes": regmap.size_bytes,
+                "parts": {inst: {"base_words": base, **one(m)}
+                          for inst, base, m in regmap.parts},
+                "layout": regmap.c_layout()}
+    return {**one(regmap), "layout": regmap.c_layout()}
 
 
 def fusesoc_core(name: str, paths: dict[str, Path], description: str,

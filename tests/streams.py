@@ -62,6 +62,47 @@ async def csr_read(ctx, dut, addr: int, *, limit: int = 200) -> tuple[int, int]:
     return value, waited
 
 
+async def axil_write(ctx, dut, word: int, data: int, *, limit: int = 50) -> int:
+    """An AXI4-Lite write of word ``word`` (address and data together, all byte strobes) on a
+    :class:`hw.lib.axi_lite.AxiLiteRegs` top: returns the response (0 OKAY, 2 SLVERR)."""
+    ctx.set(dut.s_axil_awaddr, 4 * word)
+    ctx.set(dut.s_axil_wdata, data)
+    ctx.set(dut.s_axil_wstrb, 0xF)
+    ctx.set(dut.s_axil_awvalid, 1)
+    ctx.set(dut.s_axil_wvalid, 1)
+    ctx.set(dut.s_axil_bready, 1)
+    await ctx.tick().until(dut.s_axil_awready)
+    ctx.set(dut.s_axil_awvalid, 0)
+    ctx.set(dut.s_axil_wvalid, 0)
+    for _ in range(limit):
+        *_, valid, resp = await ctx.tick().sample(dut.s_axil_bvalid, dut.s_axil_bresp)
+        if valid:
+            return resp
+    raise AssertionError(f"no write response for word 0x{word:x}")
+
+
+async def axil_read_resp(ctx, dut, word: int, *, limit: int = 50) -> tuple[int, int]:
+    """An AXI4-Lite read of word ``word``: returns (data, response)."""
+    ctx.set(dut.s_axil_araddr, 4 * word)
+    ctx.set(dut.s_axil_arvalid, 1)
+    ctx.set(dut.s_axil_rready, 1)
+    await ctx.tick().until(dut.s_axil_arready)
+    ctx.set(dut.s_axil_arvalid, 0)
+    for _ in range(limit):
+        *_, valid, data, resp = await ctx.tick().sample(dut.s_axil_rvalid, dut.s_axil_rdata,
+                                                        dut.s_axil_rresp)
+        if valid:
+            return data, resp
+    raise AssertionError(f"no read response for word 0x{word:x}")
+
+
+async def axil_read(ctx, dut, word: int, *, limit: int = 50) -> int:
+    """An AXI4-Lite read that must be answered OKAY: returns the data."""
+    data, resp = await axil_read_resp(ctx, dut, word, limit=limit)
+    assert resp == 0, f"read of word 0x{word:x} answered {resp}"
+    return data
+
+
 def run_testbenches(dut, *benches, period: float = 4e-9) -> None:
     """Simulate ``dut`` with a clock (250 MHz by default) and the given async testbenches until
     they all return."""

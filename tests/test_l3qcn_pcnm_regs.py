@@ -34,7 +34,7 @@ from sim.models.l3qcn import (
     parse_private_cnm,
 )
 from sim.models.packets import FrameAssembler
-from tests.streams import run_testbenches, stream_get, stream_put
+from tests.streams import axil_read, axil_write, run_testbenches, stream_get, stream_put
 
 try:        # under pytest, tests/ itself is on sys.path
     from tests.test_l3qcn import check_private_cnm, pack_private_request, random_private_request
@@ -300,39 +300,6 @@ def test_private_gen_refused_writes_rtl():
 
 # ---- the tops behind AXI4-Lite: SLVERR, WERR, one PCNM_UDP_PORT for CP and ToR ------------------
 
-async def _axil_write(ctx, dut, word: int, data: int) -> int:
-    """An AXI4-Lite write of word ``word``: the response (0 OKAY, 2 SLVERR)."""
-    ctx.set(dut.s_axil_awaddr, 4 * word)
-    ctx.set(dut.s_axil_wdata, data)
-    ctx.set(dut.s_axil_wstrb, 0xF)
-    ctx.set(dut.s_axil_awvalid, 1)
-    ctx.set(dut.s_axil_wvalid, 1)
-    ctx.set(dut.s_axil_bready, 1)
-    await ctx.tick().until(dut.s_axil_awready)
-    ctx.set(dut.s_axil_awvalid, 0)
-    ctx.set(dut.s_axil_wvalid, 0)
-    for _ in range(50):
-        *_, valid, resp = await ctx.tick().sample(dut.s_axil_bvalid, dut.s_axil_bresp)
-        if valid:
-            return resp
-    raise AssertionError(f"no write response for word 0x{word:x}")
-
-
-async def _axil_read(ctx, dut, word: int) -> int:
-    ctx.set(dut.s_axil_araddr, 4 * word)
-    ctx.set(dut.s_axil_arvalid, 1)
-    ctx.set(dut.s_axil_rready, 1)
-    await ctx.tick().until(dut.s_axil_arready)
-    ctx.set(dut.s_axil_arvalid, 0)
-    for _ in range(50):
-        *_, valid, data, resp = await ctx.tick().sample(dut.s_axil_rvalid, dut.s_axil_rdata,
-                                                        dut.s_axil_rresp)
-        if valid:
-            assert resp == 0, f"read of word 0x{word:x} answered {resp}"
-            return data
-    raise AssertionError(f"no read response for word 0x{word:x}")
-
-
 #: the same software sequence for the CP's and the ToR's PCNM_UDP_PORT: (value, response),
 #: then the value read back and WERR; by hand (0 OKAY, 2 SLVERR; "clear": WERR written 0)
 PORT_SEQUENCE = [(0, 2, 1021, 1), (1, 0, 1, 1), (0x10000, 2, 1, 1), (0xFFFF, 0, 0xFFFF, 1),
@@ -345,11 +312,11 @@ async def _port_sequence(ctx, dut, port_word: int, werr_word: int) -> list:
     got = []
     for value, *_ in PORT_SEQUENCE:
         if value == "clear":
-            resp = await _axil_write(ctx, dut, werr_word, 0)
+            resp = await axil_write(ctx, dut, werr_word, 0)
         else:
-            resp = await _axil_write(ctx, dut, port_word, value)
-        got.append((resp, await _axil_read(ctx, dut, port_word),
-                    await _axil_read(ctx, dut, werr_word)))
+            resp = await axil_write(ctx, dut, port_word, value)
+        got.append((resp, await axil_read(ctx, dut, port_word),
+                    await axil_read(ctx, dut, werr_word)))
     return got
 
 
@@ -370,8 +337,8 @@ def test_cp_axi_lite_refused():
     async def bench(ctx):
         got.extend(await _port_sequence(ctx, dut, 0x33, 0x38))
         for word, value, _, _ in extra:
-            got.append((await _axil_write(ctx, dut, word, value),
-                        await _axil_read(ctx, dut, word)))
+            got.append((await axil_write(ctx, dut, word, value),
+                        await axil_read(ctx, dut, word)))
 
     run_testbenches(dut, bench)
     assert got == EXPECTED_PORT_SEQUENCE + [(r, v) for *_, r, v in extra]
@@ -457,17 +424,17 @@ def test_tor_port_runtime():
         await stream_put(ctx, dut.learn, [LayoutCodec(tor_learn_layout()).pack(
             {"flow": five_tuple_key(flow), "info": flow_info_value(info)})])
         sequence.extend(await _port_sequence(ctx, dut, 0x0C, 0x0D))
-        sequence.append((await _axil_write(ctx, dut, 0x0C, 1021),
-                         await _axil_write(ctx, dut, 0x0D, 0)))       # back to the reset port
+        sequence.append((await axil_write(ctx, dut, 0x0C, 1021),
+                         await axil_write(ctx, dut, 0x0D, 0)))       # back to the reset port
         for i, step in enumerate(TOR_STEPS):
             if step[0] == "w":
-                resp = await _axil_write(ctx, dut, 0x0C, step[1])
-                reads.append((await _axil_read(ctx, dut, 0x0C),
-                              await _axil_read(ctx, dut, 0x0D), resp))
+                resp = await axil_write(ctx, dut, 0x0C, step[1])
+                reads.append((await axil_read(ctx, dut, 0x0C),
+                              await axil_read(ctx, dut, 0x0D), resp))
             elif step[0] == "s":
                 beats = frame_beats(pcfg, pkts[i])
                 await stream_put(ctx, dut.packet, beats[:2])
-                split.append(await _axil_write(ctx, dut, 0x0C, step[3]))
+                split.append(await axil_write(ctx, dut, 0x0C, step[3]))
                 await stream_put(ctx, dut.packet, beats[2:])
                 await ctx.tick().repeat(30)
             else:

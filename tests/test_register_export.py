@@ -13,10 +13,19 @@ import pytest
 
 from gateware.export import export_registers, register_map
 from gateware.tops import TOPS
+from hw.lib.csr import RegisterMapGroup
 from tests.test_csr import FLOWS
 
 pytest.importorskip("peakrdl_cheader")
 CC = shutil.which("cc") or shutil.which("gcc")
+
+
+def _parts(regmap):
+    """(C member prefix, macro prefix, c_layout key prefix, map) of every map on the port: one
+    for a map, each part of a group (PeakRDL nests a part's struct under its instance name)."""
+    if isinstance(regmap, RegisterMapGroup):
+        return [(f"{i}.", f"{i.upper()}__", f"{i}__", m) for i, _, m in regmap.parts]
+    return [("", "", "", regmap)]
 
 
 def _c_program(regmap) -> tuple[str, list[str]]:
@@ -28,21 +37,32 @@ def _c_program(regmap) -> tuple[str, list[str]]:
         keys.append(key)
         lines.append(f'    printf("%lu\\n", (unsigned long)({expr}));')
 
-    for r in regmap.registers + regmap.header:
-        emit(r.name, f"offsetof({name}_t, {r.name})")
-    for r in regmap.flow_registers:
-        emit(r.name, f"offsetof({name}_t, FLOW[0].{r.name})")
-    # every window register of the last flow and of one in the middle: FLOW(n) offsets
-    for flow in sorted({regmap.flows // 2, regmap.flows - 1}) if regmap.flows else ():
-        for r in regmap.flow_registers:
-            emit(f"{r.name}@{flow}", f"offsetof({name}_t, FLOW[{flow}].{r.name})")
-    for r in regmap.registers + regmap.header + regmap.flow_registers:
-        prefix = f"{up}__FLOW__{r.name}" if r in regmap.flow_registers else f"{up}__{r.name}"
-        for f in r.fields:
-            emit(f"{r.name}.{f.name}", f"{prefix}__{f.name.upper()}_bp")
-            emit(f"{r.name}.{f.name}#w", f"{prefix}__{f.name.upper()}_bw")
+    for member, macro, key, part in _parts(regmap):
+        for r in part.registers + part.header:
+            emit(key + r.name, f"offsetof({name}_t, {member}{r.name})")
+        for r in part.flow_registers:
+            emit(key + r.name, f"offsetof({name}_t, {member}FLOW[0].{r.name})")
+        # every window register of the last flow and of one in the middle: FLOW(n) offsets
+        for flow in sorted({part.flows // 2, part.flows - 1}) if part.flows else ():
+            for r in part.flow_registers:
+                emit(f"{key}{r.name}@{flow}", f"offsetof({name}_t, {member}FLOW[{flow}].{r.name})")
+        for r in part.registers + part.header + part.flow_registers:
+            prefix = (f"{up}__{macro}FLOW__{r.name}" if r in part.flow_registers
+                      else f"{up}__{macro}{r.name}")
+            for f in r.fields:
+                emit(f"{key}{r.name}.{f.name}", f"{prefix}__{f.name.upper()}_bp")
+                emit(f"{key}{r.name}.{f.name}#w", f"{prefix}__{f.name.upper()}_bw")
     lines += ["    return 0;", "}"]
     return "\n".join(lines) + "\n", keys
+
+
+def _flow_addr(regmap, key: str) -> int:
+    """The byte address of ``[part__]REG@flow``."""
+    reg, flow = key.split("@")
+    if isinstance(regmap, RegisterMapGroup):
+        inst, reg = reg.split("__", 1)
+        return 4 * regmap.addr(inst, reg, int(flow))
+    return 4 * regmap.addr(reg, int(flow))
 
 
 def _one_top_per_block() -> list[str]:
@@ -63,7 +83,8 @@ REGISTER_TOPS = _one_top_per_block()
 def test_every_block_with_registers_is_covered():
     for name in ("marker_1x1", "ldcp_window_g4", "ldcp_tx", "cnp_gen_ipv4", "dcqcn_np",
                  "rate_limiter_4", "qcn_rp", "qcn_cp", "cnm_gen", "dcqcn_rp_paper",
-                 "l3qcn_cp_roce", "l3qcn_tor", "dcqcn_engine_1k", "qcn_engine_1k"):
+                 "l3qcn_cp_roce", "l3qcn_tor", "dcqcn_engine_1k", "qcn_engine_1k",
+                 "swift_nic_1k"):
         assert name in REGISTER_TOPS, name
 
 
@@ -84,14 +105,14 @@ def test_c_header_matches(top, tmp_path):
     got = dict(zip(keys, map(int, out), strict=True))
     want = regmap.c_layout()
     for key in [k for k in keys if "@" in k]:
-        reg, flow = key.split("@")
-        want[key] = 4 * regmap.addr(reg, int(flow))
+        want[key] = _flow_addr(regmap, key)
     assert got == {k: want[k] for k in keys}
     assert set(want) == set(keys)
-    if regmap.flows:
-        stride = (1 << regmap.flow_shift) * 4
-        assert f"FLOW[{regmap.flows}]" in paths["h"].read_text()
-        assert stride == 16 or top != "flows"
+    for _, _, _, part in _parts(regmap):
+        if part.flows:
+            stride = (1 << part.flow_shift) * 4
+            assert f"FLOW[{part.flows}]" in paths["h"].read_text()
+            assert stride == 16 or top != "flows"
 
 
 def test_doc_tables_current():
@@ -114,7 +135,7 @@ DOC_TABLES = {
     "qcn.md": ["qcn_cp", "qcn_rp", "qcn_engine_1k", "cnm_gen"],
     "l3qcn.md": ["l3qcn_cp_roce", "l3qcn_tor"],
     "switch-marker.md": ["marker_1x1"], "ldcp-window.md": ["ldcp_window_g8"],
-    "ldcp-transport.md": ["ldcp_tx"],
+    "ldcp-transport.md": ["ldcp_tx"], "swift.md": ["swift_nic_1k"],
 }
 BLOCK_PAGES = ["dcqcn.md", "qcn.md", "l3qcn.md", "switch-marker.md", "ldcp-window.md",
                "ldcp-transport.md", "pacer.md", "flow-engine.md"]

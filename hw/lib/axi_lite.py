@@ -14,7 +14,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .csr import RegisterMap, rtl_legal_write
+from .csr import RegisterMap, RegisterMapGroup, map_windows, rtl_legal_write
 
 __all__ = ["AxiLiteRegs", "OKAY", "SLVERR", "axi_lite_members"]
 
@@ -48,8 +48,9 @@ class AxiLiteRegs(wiring.Component):
     ----------
     block : wiring.Component
         The block (``csr_w``, ``csr_raddr``, ``csr_rdata`` ports).
-    regmap : RegisterMap
-        Its register map (``block.config.register_map()`` when omitted).
+    regmap : RegisterMap or RegisterMapGroup
+        Its register map (``block.config.register_map()`` when omitted); a group for a
+        composition with several maps on one port (the Swift NIC).
 
     Ports
     -----
@@ -81,7 +82,8 @@ class AxiLiteRegs(wiring.Component):
     idle).
     """
 
-    def __init__(self, block: wiring.Component, regmap: RegisterMap | None = None):
+    def __init__(self, block: wiring.Component,
+                 regmap: RegisterMap | RegisterMapGroup | None = None):
         self.block = block
         self.regmap = regmap if regmap is not None else block.config.register_map()
         members = {n: m for n, m in block.signature.members.items()
@@ -94,8 +96,24 @@ class AxiLiteRegs(wiring.Component):
         super().__init__({**members, **axi_lite_members(self.addr_width)})
 
     def _decode(self, word, writes: bool):
-        """1 where ``word`` is mapped (``writes``: and has a writable field)."""
-        regmap = self.regmap
+        """1 where ``word`` is mapped (``writes``: and has a writable field), in any of the
+        port's maps (a :class:`hw.lib.csr.RegisterMapGroup`'s parts: each decodes the low
+        bits of its aligned window)."""
+        hit = Const(0, 1)
+        for base, regmap in map_windows(self.regmap):
+            local, inside = self._window(word, base, regmap)
+            hit = hit | (inside & self._decode_map(regmap, local, writes))
+        return hit
+
+    def _window(self, word, base: int, regmap):
+        """(the word's address inside the window of ``regmap`` at ``base``, 1 if inside)."""
+        aw = regmap.addr_width
+        if len(word) <= aw:
+            return word, Const(1, 1)
+        return word[:aw], word[aw:] == base >> aw
+
+    @staticmethod
+    def _decode_map(regmap, word, writes: bool):
         hit = Const(0, 1)
         regs = [r for r in regmap.registers if r.writable or not writes]
         if not writes:
@@ -143,9 +161,12 @@ class AxiLiteRegs(wiring.Component):
         w_ok = (self._decode(aw_word, writes=True) & (s("wstrb") == 0xF)
                 & (s("awaddr")[:2] == 0))
         refused = Const(0, 1)
-        for r in self.regmap.registers:
-            if r.writable and r.checked:
-                refused = refused | ((aw_word == r.addr) & ~rtl_legal_write(r, s("wdata")))
+        for base, regmap in map_windows(self.regmap):
+            local, inside = self._window(aw_word, base, regmap)
+            for r in regmap.registers:
+                if r.writable and r.checked:
+                    refused = refused | (inside & (local == r.addr)
+                                         & ~rtl_legal_write(r, s("wdata")))
         m.d.comb += [s("awready").eq(take_w), s("wready").eq(take_w),
                      block.csr_w.valid.eq(w_busy), block.csr_w.payload.addr.eq(w_word),
                      block.csr_w.payload.data.eq(w_data)]

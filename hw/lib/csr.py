@@ -71,7 +71,8 @@ from dataclasses import dataclass, field, replace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-__all__ = ["Field", "Register", "RegisterMap", "RegisterModel", "CsrBank", "fourcc",
+__all__ = ["Field", "Register", "RegisterMap", "RegisterMapGroup", "RegisterModel", "CsrBank",
+           "fourcc", "map_windows",
            "HEADER_REGISTERS", "wide_registers", "write_error_register", "WRITE_ERROR_REGISTER",
            "rtl_legal_write"]
 
@@ -469,10 +470,13 @@ class RegisterMap:
     def systemrdl(self, name: str | None = None) -> str:
         """A SystemRDL 2.0 description (byte addresses) of the map, named ``name``."""
         name = name or self.name
-        bpw = self.data_width // 8
+        return "\n".join([f"addrmap {name} {{", *self._rdl_body(name, 4), "};"]) + "\n"
 
-        def q(text):
-            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    def _rdl_body(self, name: str, indent: int) -> list[str]:
+        """The lines inside the map's ``addrmap { ... }`` (also nested in a group's)."""
+        bpw = self.data_width // 8
+        q = _rdl_string
+        pad = " " * indent
 
         def reg_text(r, indent, const=False):
             pad = " " * indent
@@ -495,23 +499,24 @@ class RegisterMap:
                            f"{reset};")
             return out
 
-        lines = [f"addrmap {name} {{", f"    name = {q(name)};"]
+        lines = [f"{pad}name = {q(name)};"]
         if self.desc:
-            lines.append(f"    desc = {q(self.desc)};")
+            lines.append(f"{pad}desc = {q(self.desc)};")
         for r in self.registers:
-            lines += reg_text(r, 4) + [f"    }} \\{r.name} @ 0x{r.addr * bpw:X};"]
+            lines += reg_text(r, indent) + [f"{pad}}} \\{r.name} @ 0x{r.addr * bpw:X};"]
         for r in self.header:
-            lines += reg_text(r, 4, const=True) + [f"    }} \\{r.name} @ 0x{r.addr * bpw:X};"]
+            lines += reg_text(r, indent, const=True) + [
+                f"{pad}}} \\{r.name} @ 0x{r.addr * bpw:X};"]
         if self.flows:
             stride = (1 << self.flow_shift) * bpw
-            lines.append("    regfile {")
-            lines.append('        name = "FLOW";')
+            lines.append(f"{pad}regfile {{")
+            lines.append(f'{pad}    name = "FLOW";')
             for r in self.flow_registers:
-                lines += reg_text(r, 8) + [f"        }} \\{r.name} @ 0x{r.addr * bpw:X};"]
-            lines.append(f"    }} FLOW[{self.flows}] @ 0x{self.flow_base * bpw:X} "
+                lines += reg_text(r, indent + 4) + [
+                    f"{pad}    }} \\{r.name} @ 0x{r.addr * bpw:X};"]
+            lines.append(f"{pad}}} FLOW[{self.flows}] @ 0x{self.flow_base * bpw:X} "
                          f"+= 0x{stride:X};")
-        lines.append("};")
-        return "\n".join(lines) + "\n"
+        return lines
 
     def c_layout(self) -> dict[str, int]:
         """The map as C-style constants: ``REG`` -> byte offset, ``REG.field`` -> bit offset
@@ -525,6 +530,133 @@ class RegisterMap:
                 out[f"{r.name}.{f.name}"] = f.offset
                 out[f"{r.name}.{f.name}#w"] = f.width
         return out
+
+
+@dataclass(frozen=True)
+class RegisterMapGroup:
+    """Several blocks' register maps on one register port: a composition such as the Swift
+    NIC (its engine and its pacer), where one map cannot hold both (each part has its own
+    header and its own per-flow windows).
+
+    ``parts``: ``(instance, base, map)``, ``base`` the part's first word, a multiple of the
+    part's size: the part decodes the low ``map.addr_width`` bits of the word address and the
+    bits above select it.  ``addr_width``: the port's word-address bits (the smallest that
+    holds every part).  A word in no part reads 0 and ignores writes
+    (:class:`hw.lib.axi_lite.AxiLiteRegs` answers it ``SLVERR``).
+
+    The same documents as a single map: :meth:`markdown` (each part's table under its base),
+    :meth:`systemrdl` (one ``addrmap`` holding each part's as a nested ``addrmap`` instance,
+    so PeakRDL's C header has ``<name>_t.<instance>.<REG>``), :meth:`c_layout` (keys
+    ``instance__REG``, ``instance__REG.field``).
+    """
+    name: str
+    parts: tuple[tuple[str, int, RegisterMap], ...]
+    desc: str = ""
+    addr_width: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        if not _NAME.match(self.name):
+            raise ValueError(f"register map group name {self.name!r} is not an identifier")
+        parts = tuple((str(i), int(b), m) for i, b, m in self.parts)
+        if not parts:
+            raise ValueError(f"register map group {self.name}: no parts")
+        seen, spans = set(), []
+        for inst, base, regmap in parts:
+            if not _NAME.match(inst) or inst in seen:
+                raise ValueError(f"register map group {self.name}: part name {inst!r} is not "
+                                 "a unique identifier")
+            seen.add(inst)
+            words = 1 << regmap.addr_width
+            if base < 0 or base % words:
+                raise ValueError(f"register map group {self.name}: part {inst} at word {base}"
+                                 f" is not aligned to its size ({words} words)")
+            if regmap.data_width != parts[0][2].data_width:
+                raise ValueError(f"register map group {self.name}: parts of different data "
+                                 "widths")
+            spans.append((base, base + words, inst))
+        spans.sort()
+        for (_, end, a), (start, _, b) in zip(spans, spans[1:], strict=False):
+            if start < end:
+                raise ValueError(f"register map group {self.name}: parts {a} and {b} overlap")
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "addr_width", (spans[-1][1] - 1).bit_length())
+
+    @property
+    def data_width(self) -> int:
+        return self.parts[0][2].data_width
+
+    @property
+    def size_bytes(self) -> int:
+        return (1 << self.addr_width) * self.data_width // 8
+
+    def part(self, instance: str) -> tuple[int, RegisterMap]:
+        """``(base, map)`` of a part."""
+        for inst, base, regmap in self.parts:
+            if inst == instance:
+                return base, regmap
+        raise KeyError(f"register map group {self.name} has no part {instance!r}")
+
+    def addr(self, instance: str, name: str, flow: int | None = None) -> int:
+        """Word address of a part's register (of a flow's window for a per-flow one)."""
+        base, regmap = self.part(instance)
+        return base + regmap.addr(name, flow)
+
+    def decode(self, addr: int) -> tuple[str, Register, int | None] | None:
+        """``(instance, register, flow)`` at a word address, or ``None``."""
+        for inst, base, regmap in self.parts:
+            if base <= addr < base + (1 << regmap.addr_width):
+                hit = regmap.decode(addr - base)
+                return None if hit is None else (inst, *hit)
+        return None
+
+    def mapped_addresses(self) -> list[int]:
+        return sorted(base + a for _, base, regmap in self.parts
+                      for a in regmap.mapped_addresses())
+
+    def markdown(self) -> str:
+        bpw = self.data_width // 8
+        out = []
+        for inst, base, regmap in self.parts:
+            out.append(f"Part `{inst}` ({regmap.name}, ID `{regmap.block_type}`) from word "
+                       f"0x{base:X} (byte 0x{base * bpw:X}): add that to its words and bytes "
+                       "below.\n")
+            out.append(regmap.markdown())
+        out.append(f"Port size {self.size_bytes} bytes ({1 << self.addr_width} words, "
+                   f"address width {self.addr_width}); a word in no part reads 0 and ignores "
+                   "writes.\n")
+        return "\n".join(out)
+
+    def systemrdl(self, name: str | None = None) -> str:
+        name = name or self.name
+        bpw = self.data_width // 8
+        lines = [f"addrmap {name} {{", f"    name = {_rdl_string(name)};"]
+        if self.desc:
+            lines.append(f"    desc = {_rdl_string(self.desc)};")
+        for inst, base, regmap in self.parts:
+            lines += ["    addrmap {", *regmap._rdl_body(regmap.name, 8),
+                      f"    }} {inst} @ 0x{base * bpw:X};"]
+        lines.append("};")
+        return "\n".join(lines) + "\n"
+
+    def c_layout(self) -> dict[str, int]:
+        bpw = self.data_width // 8
+        out = {}
+        for inst, base, regmap in self.parts:
+            for key, value in regmap.c_layout().items():
+                out[f"{inst}__{key}"] = value + (0 if "." in key else base * bpw)
+        return out
+
+
+def map_windows(regmap) -> list[tuple[int, RegisterMap]]:
+    """``(base word, map)`` of every map on a register port: ``[(0, regmap)]`` for a single
+    map, the parts of a :class:`RegisterMapGroup`."""
+    if isinstance(regmap, RegisterMapGroup):
+        return [(base, m) for _, base, m in regmap.parts]
+    return [(0, regmap)]
+
+
+def _rdl_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class RegisterModel:

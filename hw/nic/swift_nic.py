@@ -42,7 +42,7 @@ Ports:
   pacer_rd (each engine's control operations and READ answers); ready (both engines' init
   sweeps done); now (the pacer's cycle count: the grants' time base);
   csr_w / csr_raddr / csr_rdata / csr_rstb / csr_rack: ONE register port, the two engines' maps
-  side by side (:meth:`SwiftNicConfig.register_maps`): the Swift engine's below
+  side by side (:meth:`SwiftNicConfig.register_map`, one map group): the Swift engine's below
   ``pacer_base`` = ``2**(AW - 1)``, the pacer's from it, each at its own offsets (header,
   counters, per-flow windows); words of a half beyond its map's size read 0 and take writes at
   once, ignoring them.  The read handshake is :mod:`hw.lib.csr_port`'s.
@@ -65,6 +65,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts.common import csr_write_layout
+from ..lib.csr import RegisterMapGroup
 from ..params import BlockConfig, ConfigError
 from .engine_regs import EngineRegs
 from .flow_engine import FlowEngine, check_wheel_margin
@@ -142,19 +143,27 @@ class SwiftNicConfig(BlockConfig):
         p = self.pacer
         return min(pace, (1 << p.ival_int_bits) - 1) << p.frac_bits
 
-    def register_maps(self) -> dict:
-        """``{"swift": (base, map), "pacer": (base, map)}``: the two engines' register maps
-        and their word bases in the composition's port (``addr_width`` = the larger map's + 1;
-        the pacer's half starts at ``2**(addr_width - 1)``)."""
-        s = self.swift.register_map("swift_nic_swift")
-        p = _nic_pacer_map(self.pacer.register_map("swift_nic_pacer"))
+    def register_map(self, name: str = "swift_nic") -> RegisterMapGroup:
+        """The composition's register port as one :class:`hw.lib.csr.RegisterMapGroup`
+        (one SystemRDL, C header and register table for the top): part ``swift`` (the Swift
+        engine's map, ``<name>_swift``) at word 0, part ``pacer`` (the pacer's,
+        ``<name>_pacer``) at ``2**(addr_width - 1)``, ``addr_width`` = the larger map's + 1."""
+        s = self.swift.register_map(f"{name}_swift")
+        p = _nic_pacer_map(self.pacer.register_map(f"{name}_pacer"))
         half = 1 << max(s.addr_width, p.addr_width)
-        return {"swift": (0, s), "pacer": (half, p)}
+        return RegisterMapGroup(name, (("swift", 0, s), ("pacer", half, p)),
+                                desc="Swift NIC: the Swift engine's registers, then the "
+                                     "pacer's")
+
+    def register_maps(self) -> dict:
+        """``{"swift": (base, map), "pacer": (base, map)}``: the parts of
+        :meth:`register_map`."""
+        return {inst: (base, regmap) for inst, base, regmap in self.register_map().parts}
 
     @property
     def addr_width(self) -> int:
         """Word-address bits of the composition's register port."""
-        return max(m.addr_width for _, m in self.register_maps().values()) + 1
+        return self.register_map().addr_width
 
 
 def _nic_pacer_map(regmap):
