@@ -333,10 +333,13 @@ def test_rtl_tx_datapath_vectors(which):
 
 # -- inside the engine: RTL against the engine model, every output every cycle -------------------
 
-def _tx_engine_events(h, rng, flows, n, hot, nw, lw, p_hot=0.3):
+def _tx_engine_events(h, rng, flows, n, hot, nw, lw, p_hot=0.3, scale=1):
     """``n`` random events for ``flows`` from the engine model's current state of each flow
     (so most are coherent: starts of idle flows, the packet at ``nxt``, ACKs between ``una``
-    and ``snd_max``; some are stale by the time they issue, which the rules cover)."""
+    and ``snd_max``; some are stale by the time they issue, which the rules cover).
+    ``scale``: the rewritten RTT and RTO are ``scale`` times longer (many flows: their timer
+    events must stay well below one per clock, or the pops, first in the engine's priority,
+    starve the inputs)."""
     m = h.model
     for _ in range(n):
         if rng.random() < 0.02:
@@ -370,9 +373,9 @@ def _tx_engine_events(h, rng, flows, n, hot, nw, lw, p_hot=0.3):
         if rng.random() < 0.002:
             reg = rng.choice([(0, rng.randrange(1 << 12, 1 << 16)),     # alpha
                               (1, rng.randrange(1 << 12, 1 << 16)),     # beta
-                              (4, rng.randrange(100, 400)),             # rtt
+                              (4, rng.randrange(100, 400) * scale),     # rtt
                               (6, rng.randrange(1, 8)),                 # iw
-                              (8, rng.randrange(100, 600))])            # rto
+                              (8, rng.randrange(100, 600) * scale)])    # rto
             h.queues["csr_w"].append(reg)
     return hot
 

@@ -40,6 +40,12 @@ from .ldcp_window_config import CW_WIDTH, FRAC_BITS, INFLIGHT_WIDTH, MTU_WIDTH, 
 __all__ = ["LdcpSender", "LdcpReceiver"]
 
 
+def _below(x, y):
+    """``x < y`` as the borrow of ``x - y``: a carry chain (Yosys maps a wide ``<`` between a
+    port and a register to LUT trees, three or four levels, slower: docs/ldcp-transport.md)."""
+    return (x - y)[max(len(x), len(y))]
+
+
 def _check(config, who):
     if not isinstance(config, LdcpTransportConfig):
         raise TypeError(f"{who} needs a LdcpTransportConfig, not {config!r}")
@@ -142,18 +148,18 @@ class LdcpSender(wiring.Component):
         LW = cfg.len_width
         length = Mux(is_last, (st.msg_len[:LW] - st.nxt[:LW])[:LW], mtu)
         sent_len = Mux(is_last, st.msg_len, nxt_mtu)           # nxt + length
-        retx = st.nxt < st.snd_max
+        retx = _below(st.nxt, st.snd_max)
         if W > INFLIGHT_WIDTH:         # saturate: the gate's window is below 2**32 bytes
             m.d.comb += eng.inflight.eq(Mux(inflight[INFLIGHT_WIDTH:] != 0,
                                             (1 << INFLIGHT_WIDTH) - 1, inflight))
         else:
             m.d.comb += eng.inflight.eq(inflight)
         # (the fast-start window iw * mtu < 2**30 bytes: the saturated value compares the same)
-        gate = Mux(fast, eng.inflight < iw_bytes,
+        gate = Mux(fast, _below(eng.inflight, iw_bytes),
                    ~st.load_pending & (st.settle == 0) & eng.may_send)
         ect = ~fast | st.first_ack | ((st.new_cnt + 1) == iw) | is_last
         m.d.comb += [
-            self.pkt.valid.eq(st.active & (st.nxt < st.msg_len) & gate),
+            self.pkt.valid.eq(st.active & _below(st.nxt, st.msg_len) & gate),
             self.pkt.payload.lsn.eq(st.nxt),
             self.pkt.payload.length.eq(length),
             self.pkt.payload.ect.eq(ect),
@@ -170,14 +176,15 @@ class LdcpSender(wiring.Component):
         ack_t = self.ack.valid & self.ack.ready
         pkt_t = self.pkt.valid & self.pkt.ready
         start_t = self.start.valid & self.start.ready
-        in_range = a.lsn <= st.snd_max
+        in_range = ~_below(st.snd_max, a.lsn)
         valid = ack_t & st.active & in_range
         bad = ack_t & st.active & ~in_range
-        progress = valid & (a.lsn > st.una)
+        progress = valid & _below(st.una, a.lsn)
         una_new = Mux(progress, a.lsn, st.una)
         # comparisons with una_new, as parallel comparisons with both candidates
-        una_new_ge_iw = Mux(progress, a.lsn >= iw_bytes, st.una >= iw_bytes)
-        una_new_done = Mux(progress, a.lsn == st.msg_len, st.una == st.msg_len)
+        una_new_ge_iw = Mux(progress, ~_below(a.lsn, iw_bytes), st.una >= iw_bytes)
+        una_new_done = Mux(progress, ~_below(a.lsn, st.msg_len) & ~_below(st.msg_len, a.lsn),
+                           st.una == st.msg_len)
         fs_sum = st.fs_acked + a.n
         fs_new = Mux(fs_sum[IW_WIDTH:] != 0, (1 << IW_WIDTH) - 1, fs_sum)[:IW_WIDTH]
         counting = st.active & ~st.load_pending & (st.una < st.nxt)
@@ -225,10 +232,13 @@ class LdcpSender(wiring.Component):
         # nxt: go back, or advance past a sent packet; a late ACK (for packets sent before a
         # go-back-N) may pass it: skip those bytes.  (nxt >= una always, so "nxt' < una_new"
         # needs progress and is compared with the ACK's LSN directly.)
-        passed = progress & Mux(pkt_t, sent_len < a.lsn, st.nxt < a.lsn)
-        # the next nxt is one of four candidates; each one's "+ mtu" and "is the last" are
-        # computed in parallel from registers and inputs, then selected with it
-        back_to = goback | passed
+        # The next nxt is one of four candidates; each one's "+ mtu" and "is the last" are
+        # computed in parallel from registers and inputs, then selected with it.  The release
+        # pkt_t (the gate's comparisons, then the scheduler's ready) is the latest signal of
+        # the cycle and selects ~100 register bits: every next value is computed for "sent"
+        # and for "not sent", and pkt_t selects between them last.
+        passed_s = progress & _below(sent_len, a.lsn)
+        passed_n = progress & _below(st.nxt, a.lsn)
         msg = st.msg_len
         cand_una = [una_new, Mux(progress, a.lsn + mtu, st.una + mtu),
                     Mux(progress, a.lsn + mtu >= msg, st.una + mtu >= msg)]
@@ -236,26 +246,19 @@ class LdcpSender(wiring.Component):
                      is_last | (nxt_mtu + mtu >= msg)]
         cand_same = [st.nxt, nxt_mtu, is_last]
         cand_start = [0, mtu, mtu >= self.start.payload.length]
-
-        def take(cand):
-            m.d.sync += [st.nxt.eq(cand[0]), nxt_mtu.eq(cand[1]), is_last.eq(cand[2])]
-        with m.If(start_t):
-            take(cand_start)
-        with m.Elif(back_to):
-            take(cand_una)
-        with m.Elif(pkt_t):
-            take(cand_sent)
-        with m.Else():
-            take(cand_same)
         # inflight' = nxt' - una', per candidate (0 after a start or a go-back)
         infl_sent = Mux(progress, sent_len - a.lsn, sent_len - st.una)[:W]
         infl_same = Mux(progress, st.nxt - a.lsn, inflight)[:W]
-        with m.If(start_t | back_to):
-            m.d.sync += inflight.eq(0)
-        with m.Elif(pkt_t):
-            m.d.sync += inflight.eq(infl_sent)
-        with m.Else():
-            m.d.sync += inflight.eq(infl_same)
+        back_s = goback | passed_s                       # (start_t excludes pkt_t)
+        back_n = start_t | goback | passed_n
+
+        def choose(i):
+            back = Mux(start_t, cand_start[i], cand_una[i])
+            return Mux(pkt_t, Mux(back_s, back, cand_sent[i]), Mux(back_n, back, cand_same[i]))
+        m.d.sync += [
+            st.nxt.eq(choose(0)), nxt_mtu.eq(choose(1)), is_last.eq(choose(2)),
+            inflight.eq(Mux(pkt_t, Mux(back_s, 0, infl_sent), Mux(back_n, 0, infl_same))),
+        ]
         with m.If(pkt_t & ~retx):
             m.d.sync += [st.snd_max.eq(sent_len),
                          st.new_cnt.eq(Mux(st.new_cnt == (1 << IW_WIDTH) - 1, st.new_cnt,
@@ -297,21 +300,25 @@ class LdcpReceiver(wiring.Component):
         Data packets.  Ready when the ACK output register is free or being taken, and no second
         ACK is held.
     ack : Out(stream(ldcp_tack_layout))
-        ACKs/NAKs (a register).  A CE-marked packet with delayed packets pending produces two
-        (the pending ones, then its ECE ACK); the second waits in a hold register and ``data``
-        is not ready meanwhile.
+        ACKs/NAKs (registers; the LSN through one 2:1 multiplexer: the expected LSN register or
+        a copy taken when they differ).  A CE-marked packet with delayed packets pending
+        produces two (the pending ones, then its ECE ACK); the second waits in a hold register
+        and ``data`` is not ready meanwhile.
     deliver_valid : Out(1), deliver : Out(ldcp_rx_deliver_layout)
         The bytes accepted in order at the last edge (to the application).
     clear : In(1)
         A new message: expected LSN 0, nothing pending (a packet taken in the same cycle is
         dropped).
     state : Out(ldcp_rx_state_layout)
-        Expected LSN, pending packets, NAK sent, flush-timer age, malformed-packet pulse.
+        Expected LSN, pending packets, NAK sent, flush-timer age, malformed-packet pulse
+        (registers; ``age`` through an AND with "pending != 0", see :attr:`state_reg`).
 
     Latency and throughput
     ----------------------
     One packet per clock (two cycles for a CE flush with pending packets); its ACK is offered
-    from the next cycle.
+    from the next cycle.  The packet -> state loop is one cycle: the LSN comparisons (two
+    subtractions' borrows, carry chains) select among next values prepared in parallel
+    (171.6 MHz on the ECP5-85 speed 6, ``docs/ldcp-transport.md``).
     """
 
     def __init__(self, config: LdcpTransportConfig):
@@ -325,17 +332,28 @@ class LdcpReceiver(wiring.Component):
             "clear": In(1),
             "state": Out(ldcp_rx_state_layout(config)),
         })
+        #: the state registers behind ``state``; ``state.age`` shows ``state_reg.age`` while
+        #: packets are pending and 0 otherwise (the register counts on from the edge after
+        #: ``pending`` leaves 0, whatever the packet does).  Tests preset it here.
+        self.state_reg = Signal(ldcp_rx_state_layout(config), name="state_reg")
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         W = cfg.lsn_width
         reset = cfg.registers()
-        tack = ldcp_tack_layout(cfg)
 
-        st = self.state                      # the state registers are the output port
+        # the state registers; the state port shows them, except that the flush-timer age is
+        # shown as 0 while nothing is pending: the register counts from the edge after
+        # pending leaves 0 whatever the packet does, so that its update depends on no
+        # decision of this cycle (no LSN comparison precedes it)
+        st = self.state_reg
+        m.d.comb += [self.state.eq(st), self.state.age.eq(Mux(st.pending != 0, st.age, 0))]
         hold_valid = Signal()
-        hold = Signal(tack)
+        hold_lsn = Signal(W)      # the held ACK is always (lsn, ECE, n = 1, not a NAK)
+        out_lsn = Signal(W)
+        use_exp = Signal()
+        m.d.comb += self.ack.payload.lsn.eq(Mux(use_exp, st.expected, out_lsn))
 
         # ---- handshake conditions ---------------------------------------------------------
         slot_free = ~self.ack.valid | self.ack.ready
@@ -346,62 +364,75 @@ class LdcpReceiver(wiring.Component):
         process = take & ~self.clear
         malformed = ((p.length == 0) | (p.length > reset.mtu)
                      | ((p.lsn + p.length) > cfg.max_message))
-        in_order = p.lsn == st.expected
-        gap = p.lsn > st.expected
+        # the order of the packet's LSN and the expected one from the borrows of two
+        # subtractions, i.e. two carry chains in parallel; in order is neither.  (Yosys maps a
+        # 32-bit == or < to LUT trees, three or four levels: 145 against 172 MHz measured.)
+        gap = (st.expected - p.lsn)[W]
+        in_order = ~gap & ~(p.lsn - st.expected)[W]
         e2 = (st.expected + p.length)[:W]
         k1 = (st.pending + 1)[:cfg.n_width]
-        flush_due = (st.pending != 0) & (st.age >= reset.ack_delay)
+        pend_nz = st.pending != 0
+        # "age >= ack_delay" as a flag register kept with the age register (which counts up by
+        # one from 0), so that no 24-bit comparison precedes the next-state logic: it is set
+        # at the edge where age passes ack_delay - 1 (ack_delay >= 1) and cleared with age
+        age_due = Signal()
+        flush_due = pend_nz & age_due
 
-        def emit(lsn, ece, n, nak=0):
-            return [self.ack.valid.eq(1), self.ack.payload.lsn.eq(lsn),
-                    self.ack.payload.ece.eq(ece), self.ack.payload.n.eq(n),
-                    self.ack.payload.nak.eq(nak)]
+        # ---- the cases of rx_core ------------------------------------------------------------
+        # Each register's next value is a choice among values prepared without the LSN
+        # comparisons (the longest paths of the packet -> state loop): in order, gap,
+        # duplicate (a valid packet: ok), or no packet.  The comparisons come last, as the
+        # selects of one small multiplexer per bit.  k1 == m is compared as pending == m - 1,
+        # without the adder.  Payloads are don't-care while their valid is 0.
+        ok = process & ~malformed
+        k1_m = st.pending == reset.m - 1
+        ack_out = self.ack.valid & self.ack.ready
+        flush = ~process & ready & flush_due            # flush timer
 
-        # ---- synchronous updates ---------------------------------------------------------------
-        with m.If(self.ack.valid & self.ack.ready):
-            m.d.sync += [self.ack.valid.eq(hold_valid), self.ack.payload.eq(hold),
-                         hold_valid.eq(0)]
-        pend_n = Signal.like(st.pending)
-        m.d.comb += pend_n.eq(st.pending)
-        m.d.sync += [self.deliver_valid.eq(0), st.ev_bad.eq(0)]
-        with m.If(process):
-            with m.If(malformed):
-                m.d.sync += st.ev_bad.eq(1)
-            with m.Elif(in_order):
-                m.d.sync += [st.expected.eq(e2), st.nak_sent.eq(0), self.deliver_valid.eq(1),
-                             self.deliver.lsn.eq(p.lsn), self.deliver.length.eq(p.length),
-                             self.deliver.last.eq(p.last)]
-                with m.If(p.ce):
-                    m.d.comb += pend_n.eq(0)
-                    with m.If(st.pending != 0):
-                        m.d.sync += emit(st.expected, 0, st.pending)
-                        m.d.sync += [hold_valid.eq(1), hold.lsn.eq(e2), hold.ece.eq(1),
-                                     hold.n.eq(1), hold.nak.eq(0)]
-                    with m.Else():
-                        m.d.sync += emit(e2, 1, 1)
-                with m.Elif((k1 == reset.m) | p.last):
-                    m.d.comb += pend_n.eq(0)
-                    m.d.sync += emit(e2, 0, k1)
-                with m.Else():
-                    m.d.comb += pend_n.eq(k1)
-            with m.Elif(gap):
-                with m.If(~st.nak_sent):
-                    m.d.comb += pend_n.eq(0)
-                    m.d.sync += emit(st.expected, 0, st.pending, 1)
-                    m.d.sync += st.nak_sent.eq(1)
-            with m.Else():
-                m.d.comb += pend_n.eq(0)
-                m.d.sync += emit(st.expected, 0, st.pending)
-        with m.Elif(ready & flush_due):
-            m.d.comb += pend_n.eq(0)
-            m.d.sync += emit(st.expected, 0, st.pending)
+        def pick(v_io, v_gap, v_dup, v_none):
+            return Mux(ok, Mux(in_order, v_io, Mux(gap, v_gap, v_dup)), v_none)
+
+        io_ack = p.ce | k1_m | p.last                   # in order: an ACK now
+        io_two = p.ce & pend_nz                         # CE flush: two ACKs
+        keep_ack = Mux(ack_out, hold_valid, self.ack.valid)
+        a = self.ack.payload
+        m.d.sync += [
+            self.ack.valid.eq(pick(io_ack, ~st.nak_sent, 1, flush | keep_ack)),
+            use_exp.eq(pick(~io_two, 1, 1,
+                            Mux(flush, ~self.clear,          # (a clear zeroes expected)
+                                Mux(ack_out, ~hold_valid & use_exp, use_exp & ~self.clear)))),
+            a.ece.eq(pick(p.ce & ~pend_nz, 0, 0, ~flush & (ack_out | a.ece))),
+            a.n.eq(pick(Mux(p.ce, Mux(pend_nz, st.pending, 1), k1), st.pending, st.pending,
+                        Mux(flush, st.pending, Mux(ack_out, 1, a.n)))),
+            a.nak.eq(pick(0, 1, 0, ~flush & ~ack_out & a.nak)),
+            # the second ACK of a CE flush (ECE, n = 1): the hold register
+            hold_valid.eq(pick(io_two, 0, 0, hold_valid & ~ack_out)),
+            self.deliver_valid.eq(pick(1, 0, 0, 0)),
+            self.deliver.lsn.eq(p.lsn), self.deliver.length.eq(p.length),
+            self.deliver.last.eq(p.last),
+            st.ev_bad.eq(process & malformed),
+            st.expected.eq(Mux(self.clear, 0, pick(e2, st.expected, st.expected, st.expected))),
+            st.nak_sent.eq(pick(0, 1, st.nak_sent, st.nak_sent & ~self.clear)),
+        ]
+        with m.If(~hold_valid):
+            m.d.sync += hold_lsn.eq(e2)
+        # the ACK's LSN: out_lsn, or the expected LSN (after the edge) when use_exp.  The
+        # ACKs of every case but the first of a CE flush carry the expected LSN as it is
+        # after the edge, so out_lsn needs no decision of this cycle: it takes the expected
+        # LSN whenever the output is free (the first ACK of a CE flush carries it), the held
+        # LSN when the hold register moves in, and the expected LSN before a clear changes it
+        with m.If(ready | (self.clear & use_exp & ~ack_out)):
+            m.d.sync += out_lsn.eq(st.expected)
+        with m.Elif(ack_out):
+            m.d.sync += out_lsn.eq(hold_lsn)
+        pend_next = pick(Mux(io_ack, 0, k1), Mux(st.nak_sent, st.pending, 0), 0,
+                         Mux(flush | self.clear, 0, st.pending))
+        # age: 0 at the edge that makes the first packet pending, then +1 per edge while
+        # packets are pending (the state port shows 0 once none is: see above)
         age_max = (1 << ACK_DELAY_WIDTH) - 1
         m.d.sync += [
-            st.pending.eq(pend_n),
-            st.age.eq(Mux((st.pending == 0) | (pend_n == 0), 0,
-                          Mux(st.age == age_max, age_max, st.age + 1))),
+            st.pending.eq(pend_next),
+            st.age.eq(Mux(~pend_nz, 0, Mux(st.age == age_max, age_max, st.age + 1))),
+            age_due.eq(pend_nz & (age_due | (st.age == reset.ack_delay - 1))),
         ]
-        with m.If(self.clear):
-            m.d.sync += [st.expected.eq(0), st.pending.eq(0), st.nak_sent.eq(0), st.age.eq(0),
-                         st.ev_bad.eq(0)]
         return m
