@@ -100,8 +100,10 @@ class DcqcnDatapath(FlowDatapath):
         (no loop, no enable): the 10 cuts of :data:`hw.nic.dcqcn_rp.RP_CUTS` in
         :func:`build_rp_update` (products as carry-save trees in logic, each stage at most one
         carry chain or about four LUT levels), then one register before the wake-up compares;
-        ``late`` has its own short pipeline.  Same outputs as the combinational form for
-        every state, event, ``t`` and register value (``tests/test_dcqcn_pipe.py``).
+        ``late`` has its own short pipeline.  A value crosses a cut only if a later stage
+        reads it (:meth:`hw.nic.dcqcn_rp.StagePipe.cut`: no dead flip-flops; the export is
+        lint-clean, ``tests/test_engine_lint.py``).  Same outputs as the combinational form
+        for every state, event, ``t`` and register value (``tests/test_dcqcn_pipe.py``).
     """
 
     name = "dcqcn"
@@ -161,9 +163,10 @@ class DcqcnDatapath(FlowDatapath):
                             prefix="dcqcn_", gated=False, any_state=True, pipe=pipe)
         s_out, due_out = c.timers.s, c.timers.due
         if self.pipelined:
-            # one more register: the next state, then the wake-up compares on it
-            c = pipe.cut("out", SimpleNamespace(n=n, s=s_out, due=due_out))
-            n, s_out, due_out = c.n, c.s, c.due
+            # one more register: the next state, then the wake-up compares on it (not the
+            # state: timer_outputs reads it only for ``late``, which has its own pipeline)
+            c = pipe.cut("out", SimpleNamespace(n=n, due=due_out))
+            n, due_out = c.n, c.due
         assert pipe.latency == self.latency
         late = None
         if self.latency > 1:
@@ -175,7 +178,9 @@ class DcqcnDatapath(FlowDatapath):
                                                                          "dcqcn_late_t")
                 late, depth = umax(late, term), depth + 1
             late = delayed(m, late, self.latency - 1 - depth, "dcqcn_late_out")
-        return timer_outputs(m, "dcqcn", n, s_out, due_out, t, W, TIMERS, late)
+        out = timer_outputs(m, "dcqcn", n, s_out, due_out, t, W, TIMERS, late)
+        pipe.finish()               # (after the last read of a cut's value)
+        return out
 
 
 class _DeadlineTimers:
@@ -185,20 +190,26 @@ class _DeadlineTimers:
     deadline + period, added in :meth:`prepare`, a section before the update uses it)."""
 
     def __init__(self, s, n, due, pre, W):
-        self.s, self.n, self.due, self.pre, self.W = s, n, due, pre, W
-        self.d_quiet = ~s.d_on | due["d"]
-        self.reloaded = {}
+        self.n, self.W = n, W
+        # the values (``staged`` passes them through a pipeline cut)
+        self.v = SimpleNamespace(s=s, due=due, pre=pre, d_quiet=~s.d_on | due["d"],
+                                 reloaded={})
+
+    s = property(lambda self: self.v.s)
+    due = property(lambda self: self.v.due)
+    pre = property(lambda self: self.v.pre)
+    d_quiet = property(lambda self: self.v.d_quiet)
+    reloaded = property(lambda self: self.v.reloaded)
 
     def staged(self, fn):
         new = copy(self)
-        new.s, new.due, new.pre = fn(self.s, "s"), fn(self.due, "due"), fn(self.pre, "pre")
-        new.d_quiet, new.reloaded = fn(self.d_quiet, "dq"), fn(self.reloaded, "reload")
+        new.v = fn(self.v)
         return new
 
     def prepare(self, m, reloads):
-        self.reloaded = {k: named_wire(m, f"dcqcn_{k}_reload",
-                                       (self.s[k + "_dl"] + value)[:self.W])
-                         for k, value in reloads.items()}
+        self.v.reloaded = {k: named_wire(m, f"dcqcn_{k}_reload",
+                                         (self.s[k + "_dl"] + value)[:self.W])
+                           for k, value in reloads.items()}
 
     def defaults(self, m):
         for k in TIMERS:

@@ -18,6 +18,7 @@ the timers supplied by the caller (down-counters here, deadlines in the engine).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import nullcontext
 from copy import copy
 from enum import Enum
@@ -129,25 +130,54 @@ def _sat_one(x):
     return Mux(Value.cast(x)[ALPHA_FRAC:].any(), ALPHA_ONE, x)
 
 
-def _registered(m, x, name, domain):
-    """``x`` one clock edge later: every Amaranth value in it (recursively through namespaces,
-    dicts, lists and tuples, and objects with a ``staged(fn)`` method) registered; Python
-    constants pass unchanged."""
-    if x is None or isinstance(x, (bool, int, str, Enum)):
-        return x
-    if isinstance(x, SimpleNamespace):
-        return SimpleNamespace(**{k: _registered(m, v, f"{name}_{k}", domain)
-                                  for k, v in vars(x).items()})
-    if isinstance(x, dict):
-        return {k: _registered(m, v, f"{name}_{k}", domain) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(_registered(m, v, f"{name}_{i}", domain) for i, v in enumerate(x))
-    if hasattr(x, "staged"):
-        return x.staged(lambda v, sub: _registered(m, v, f"{name}_{sub}", domain))
-    shape = x.shape() if isinstance(x, ValueCastable) else Value.cast(x).shape()
-    reg = Signal(shape, name=name)
-    m.d[domain] += reg.eq(x)
-    return reg
+class _Cut(SimpleNamespace):
+    """A namespace after a pipeline cut: a value's register is made when a later section
+    first reads it (``pending``: name -> a function making it), so a value whose last use is
+    before the cut gets no register (no dead flip-flops).  A value set after the cut replaces
+    its pending register."""
+
+    def __init__(self, pending: dict):
+        object.__setattr__(self, "_pending", pending)
+
+    def __getattr__(self, name):
+        pending = self.__dict__["_pending"]
+        if name not in pending:
+            raise AttributeError(name)
+        value = pending.pop(name)()
+        object.__setattr__(self, name, value)
+        return value
+
+    def __setattr__(self, name, value):
+        self.__dict__["_pending"].pop(name, None)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if self.__dict__["_pending"].pop(name, None) is None:
+            object.__delattr__(self, name)
+
+    def names(self) -> list:
+        """Every name, made or pending (without making any register)."""
+        return [k for k in vars(self) if k != "_pending"] + list(self.__dict__["_pending"])
+
+
+class _CutDict(Mapping):
+    """A dict after a pipeline cut, made as it is read (as :class:`_Cut`)."""
+
+    def __init__(self, pending: dict):
+        self._keys, self._pending, self._made = list(pending), pending, {}
+
+    def __getitem__(self, key):
+        if key not in self._made:
+            if key not in self._pending:
+                raise KeyError(key)
+            self._made[key] = self._pending.pop(key)()
+        return self._made[key]
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self):
+        return len(self._keys)
 
 
 class StagePipe:
@@ -157,7 +187,8 @@ class StagePipe:
     later section uses is carried in a namespace through :meth:`cut`.  ``cuts``: the names of
     the cuts that are pipeline registers (each adds one clock cycle: :attr:`latency`); the
     others, and every cut of the combinational build (``cuts`` empty, the default), are the
-    identity.
+    identity.  A registered cut registers only the values a later section reads (lazily, see
+    :meth:`cut`); :meth:`finish` adds the registers once the update is built.
 
     Sums of products go through :meth:`msum` / :meth:`reduce` / :meth:`total`.  In the
     combinational build :meth:`msum` is the plain expression (Yosys maps the products to
@@ -176,18 +207,59 @@ class StagePipe:
         self.m, self.cuts, self.prefix, self.domain = m, tuple(cuts), prefix, domain
         self.latency = 1
         self.used: list[str] = []
+        self._stmts = []
 
     @property
     def pipelined(self) -> bool:
         return bool(self.cuts)
 
     def cut(self, name: str, carry):
-        """``carry`` after the cut ``name``: registered if it is one of :attr:`cuts`."""
+        """``carry`` after the cut ``name``: registered if it is one of :attr:`cuts`.
+
+        A registered cut is lazy (as :mod:`hw.nic.qcn_engine`'s): every Amaranth value in
+        ``carry`` (recursively through namespaces, dicts, lists and tuples, and objects with a
+        ``staged(fn)`` method) gets its register when a later section first reads it, so a
+        value no later section reads is not registered; the registers of a namespace's or a
+        dict's entries are made entry by entry, those of a list or tuple all together.  One
+        value reached twice (the state in ``c.s`` and in the timers) gets one register per cut.
+        Python constants and ``Const`` pass unchanged.  The registers' statements are added by
+        :meth:`finish` (a register may be made inside an ``m.If`` of the section reading it).
+        """
         self.used.append(name)
         if name not in self.cuts:
             return carry
         self.latency += 1
-        return _registered(self.m, carry, f"{self.prefix}{name}", self.domain)
+        return self._lazy(carry, f"{self.prefix}{name}", {})
+
+    def _lazy(self, x, name, memo):
+        if x is None or isinstance(x, (bool, int, str, Enum, Const)):
+            return x
+        if isinstance(x, SimpleNamespace):
+            keys = x.names() if isinstance(x, _Cut) else list(vars(x))
+            return _Cut({k: (lambda k=k: self._lazy(getattr(x, k), f"{name}_{k}", memo))
+                         for k in keys})
+        if isinstance(x, Mapping):
+            return _CutDict({k: (lambda k=k: self._lazy(x[k], f"{name}_{k}", memo))
+                             for k in x})
+        if isinstance(x, (list, tuple)):
+            return type(x)(self._lazy(v, f"{name}_{i}", memo) for i, v in enumerate(x))
+        if hasattr(x, "staged"):
+            return x.staged(lambda v: self._lazy(v, name, memo))
+        if id(x) in memo:
+            return memo[id(x)][1]
+        shape = x.shape() if isinstance(x, ValueCastable) else Value.cast(x).shape()
+        reg = Signal(shape, name=name)
+        self._stmts.append(reg.eq(x))
+        memo[id(x)] = (x, reg)          # (x kept alive: its id stays its own)
+        return reg
+
+    def finish(self):
+        """Add the statements of the registers made so far (unconditional); call it once
+        every value the update uses is read (again after later reads: it adds only the new
+        ones)."""
+        if self._stmts:
+            self.m.d[self.domain] += self._stmts
+        self._stmts = []
 
     def msum(self, width: int, *, values=(), products=(), neg_products=()):
         """``sum(values) + sum(a * b) - sum(a' * b')`` modulo ``2**width`` (``b``: the
@@ -264,7 +336,9 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     ``prepare(m, reloads)`` (the reload period of each timer, computed early),
     ``defaults(m)`` (what a timer does when no rule acts), ``restart(m, k, period)`` (period
     ``"K"``, ``"T"``, ``"P"`` or ``"P1"``: P + 1, from now), ``reload(m, k)`` and
-    ``staged(fn)`` (a copy with its values passed through ``fn(value, name)``).
+    ``staged(fn)`` (a copy with its values, a namespace, passed through ``fn``: the timers'
+    values cross the cuts as the update's own do, each registered only if a later section
+    reads it).
     ``prefix``: of the signal names.  ``gated``: intermediate values are driven only when used
     (0 otherwise).  ``any_state``: the state may hold any value (the engine's WRITE), not only
     those the update produces: alpha above 1.0 is saturated where it decays.
@@ -275,7 +349,8 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     first cycle only, ``n`` is valid ``pipe.latency - 1`` cycles later.  Every value a section
     uses from an earlier one is carried through the cuts in ``c``; the knobs ``r`` are not
     (constant while an update is in flight).  Returns the last section's ``c`` (``c.s``,
-    ``c.timers``: the inputs as of the cycle ``n`` is valid in).
+    ``c.timers``: the inputs as of the cycle ``n`` is valid in); the caller that passed
+    ``pipe`` calls its :meth:`StagePipe.finish` after its own last read of ``c``.
     """
     p = StagePipe(m) if pipe is None else pipe
     RW = rate_width
@@ -301,7 +376,9 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
         if not _fixed(byte_on):
             txa = txa & byte_on
         c.txa, c.b_fire = txa, txa & (tx_bytes >= s.bc)
-        c.bc_next = Mux(c.b_fire, _mux(halve, r.byte_half, r.byte_reset), s.bc - tx_bytes)
+        # (the counter's width: the difference's sign bit is never stored)
+        c.bc_next = Mux(c.b_fire, _mux(halve, r.byte_half, r.byte_reset),
+                        s.bc - tx_bytes)[:len(s.bc)]
         c.bs_up = Mux(s.b_stage != STAGE_MAX, s.b_stage + 1, s.b_stage)
     c.ts_up = Mux(s.t_stage != STAGE_MAX, s.t_stage + 1, s.t_stage)
     if _maybe(r.rt_guard):
@@ -547,27 +624,32 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
             m.d.comb += n.dec_flag.eq(1)
             with m.If(c.first):
                 timers.restart(m, "d", "P1")
+    p.finish()
     return c
 
 
 class _CounterTimers:
     """The single flow's timers: down-counters in the state (``a_cnt``, ``t_cnt``, ``d_cnt``);
-    a counter at 1 expires (-> 0), any other non-zero one counts down."""
+    a counter at 1 expires (-> 0), any other non-zero one counts down.  Its values are the
+    namespace ``v`` (``staged`` passes it through a pipeline cut)."""
 
     def __init__(self, s, n, r):
-        self.s, self.n, self.r = s, n, r
-        self.due = {k: s[k + "_cnt"] == 1 for k in "atd"}
-        self.d_quiet = s.d_cnt <= 1
-        self.reloads = {}
+        self.n, self.r = n, r
+        self.v = SimpleNamespace(s=s, due={k: s[k + "_cnt"] == 1 for k in "atd"},
+                                 d_quiet=s.d_cnt <= 1, reloads={})
+
+    s = property(lambda self: self.v.s)
+    due = property(lambda self: self.v.due)
+    d_quiet = property(lambda self: self.v.d_quiet)
+    reloads = property(lambda self: self.v.reloads)
 
     def staged(self, fn):
         new = copy(self)
-        new.s, new.due, new.d_quiet = fn(self.s, "s"), fn(self.due, "due"), fn(self.d_quiet, "dq")
-        new.reloads = fn(self.reloads, "reload")
+        new.v = fn(self.v)
         return new
 
     def prepare(self, m, reloads):
-        self.reloads = dict(reloads)
+        self.v.reloads = dict(reloads)
 
     def defaults(self, m):
         for k in "atd":
