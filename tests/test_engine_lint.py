@@ -76,11 +76,6 @@ def _pacer():
 #: the datapaths whose engine top is not lint-clean yet, expected to fail (strict: a fix makes
 #: the test pass, and then its entry goes)
 NOT_YET = {
-    "dcqcn": "hw/nic/dcqcn_rp.py StagePipe registers values no later stage reads",
-    "timely": "hw/lib/pipeline.py Stages registers values (and divider quotient bits) no later "
-              "stage reads",
-    "swift": "hw/lib/pipeline.py Stages registers values (and divider quotient bits) no later "
-             "stage reads",
 }
 
 LONG_ONLY = pytest.mark.skipif(not LONG, reason="CC_LONG: a pipelined datapath's export is slow")

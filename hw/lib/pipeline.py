@@ -1,6 +1,8 @@
 """Feed-forward pipeline helpers of the delay-based datapaths (TIMELY, Swift): a stage hook
-that registers a namespace of live values, products as carry-save rows, wide sums split over
-two stages, and an exact restoring divider two quotient bits per stage.
+that registers the values of a namespace a later stage reads (no flip-flop for a dead value;
+:meth:`Stages.finish` adds the registers once the update is built), products as carry-save
+rows, wide sums split over two stages, and an exact restoring divider two quotient bits per
+stage.
 
 Everything is written once for both forms of a datapath: with ``Stages(m, pipelined=False)``
 every cut is the identity and the update is one combinational cycle (the engine's
@@ -26,37 +28,80 @@ from amaranth.lib import data
 
 from .csa import compress, fit
 
-__all__ = ["Stages", "mul_rows", "reduce_rows", "split_lo", "split_hi", "lt", "Divider",
+__all__ = ["Cut", "Stages", "mul_rows", "reduce_rows", "split_lo", "split_hi", "lt", "Divider",
            "radix4_divide"]
 
 
+class Cut(SimpleNamespace):
+    """The namespace after a cut: a value's register (or, combinational, its named wire) is
+    made when a later stage first reads it, so a value whose last use is before the cut is
+    not carried (no flip-flop holds a value nobody reads)."""
+
+    def __init__(self, pending: dict):
+        object.__setattr__(self, "_pending", pending)
+
+    def __getattr__(self, name):
+        pending = self.__dict__["_pending"]
+        if name not in pending:
+            raise AttributeError(name)
+        value = pending.pop(name)()
+        object.__setattr__(self, name, value)
+        return value
+
+    def __setattr__(self, name, value):
+        self.__dict__["_pending"].pop(name, None)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if self.__dict__["_pending"].pop(name, None) is None:
+            object.__delattr__(self, name)
+
+    def names(self) -> list:
+        return [k for k in vars(self) if k != "_pending"] + list(self.__dict__["_pending"])
+
+
 class Stages:
-    """The cut hook: ``v = stages(v)`` registers every value of the namespace ``v`` (lists
-    element by element) when ``pipelined``, else returns ``v`` unchanged.  ``k``: the cuts
+    """The cut hook: ``v = stages(v)`` registers (when ``pipelined``; else names as a wire)
+    each value of the namespace ``v`` that a later stage reads (lists element by element;
+    ints and ``None`` pass unchanged).  The registers are made as they are read
+    (:class:`Cut`, possibly inside an ``m.If``), so their statements are added by
+    :meth:`finish`, which the datapath calls once its update is built.  ``k``: the cuts
     registered so far (the update's latency is ``1 + k``)."""
 
     def __init__(self, m: Module, pipelined: bool, prefix: str):
         self.m, self.pipelined, self.prefix, self.k, self.n = m, pipelined, prefix, 0, 0
+        self._stmts, self._finished = [], False
 
     def __call__(self, v: SimpleNamespace) -> SimpleNamespace:
-        # combinational form: every value still becomes a named wire at the cut, so that the
-        # carry-save trees stay a DAG (an expression reused by the next section is emitted once)
+        # combinational form: every value read later still becomes a named wire at the cut,
+        # so that the carry-save trees stay a DAG (an expression reused by the next section
+        # is emitted once)
         self.k += self.pipelined
         self.n += 1
-        return SimpleNamespace(**{name: self._reg(name, x) for name, x in vars(v).items()})
+        names = v.names() if isinstance(v, Cut) else list(vars(v))
+        return Cut({name: (lambda name=name, n=self.n: self._reg(name, getattr(v, name), n))
+                    for name in names})
 
-    def _reg(self, name, x):
+    def _reg(self, name, x, n):
         if isinstance(x, (list, tuple)):
-            return [self._reg(f"{name}{j}", y) for j, y in enumerate(x)]
-        if isinstance(x, int):
+            return [self._reg(f"{name}{j}", y, n) for j, y in enumerate(x)]
+        if x is None or isinstance(x, int):
             return x
+        # (a read after finish() would make a register nothing drives)
+        assert not self._finished, f"{name} read after Stages.finish()"
         shape = x.shape() if isinstance(x, data.View) else Value.cast(x).shape()
-        reg = Signal(shape, name=f"{self.prefix}p{self.n}_{name}")
-        if self.pipelined:
-            self.m.d.sync += reg.eq(x)
-        else:
-            self.m.d.comb += reg.eq(x)
+        reg = Signal(shape, name=f"{self.prefix}p{n}_{name}")
+        self._stmts.append(reg.eq(x))
         return reg
+
+    def finish(self):
+        """Add the cuts' statements (unconditional), once the update is built."""
+        if self._stmts:
+            if self.pipelined:
+                self.m.d.sync += self._stmts
+            else:
+                self.m.d.comb += self._stmts
+        self._stmts, self._finished = [], True
 
     def reduce(self, rows, width: int, levels: int = 3) -> list:
         """``levels`` rows of 3:2 compressors (the same in both forms: the combinational one
@@ -86,19 +131,23 @@ def reduce_rows(rows, width: int) -> Value:
     return Value.cast(total)[:width]
 
 
-def split_lo(rows, h: int) -> tuple:
+def split_lo(rows, h: int, drop: int = 0) -> tuple:
     """A wide sum over two stages, first half: the rows reduced to two, the sum of their low
     ``h`` bits (``h + 1`` bits, the carry on top) and their high parts, to carry to
-    :func:`split_hi`."""
+    :func:`split_hi`.  ``drop``: the caller reads only the sum's bits from ``drop`` up, so
+    only the low half's bits ``drop .. h`` are returned (the bits below are not carried)."""
+    assert 0 <= drop <= h, (drop, h)
     rows = compress(rows, max(len(Value.cast(x)) for x in rows))
     lo = rows[0][:h] if len(rows) == 1 else rows[0][:h] + rows[1][:h]
-    return Value.cast(lo), [Value.cast(x)[h:] for x in rows]
+    return Value.cast(lo)[drop:], [Value.cast(x)[h:] for x in rows]
 
 
-def split_hi(lo, his, h: int, width: int) -> Value:
-    """The second half: the high parts plus the low half's carry; the sum mod ``2**width``."""
-    hi = his[0] + lo[h] if len(his) == 1 else his[0] + his[1] + lo[h]
-    return Cat(lo[:h], Value.cast(hi)[:width - h])
+def split_hi(lo, his, h: int, width: int, drop: int = 0) -> Value:
+    """The second half: the high parts plus the low half's carry; the sum mod ``2**width``
+    (its ``drop`` low bits 0: :func:`split_lo` with the same ``drop``)."""
+    lo = Value.cast(lo)
+    hi = his[0] + lo[h - drop] if len(his) == 1 else his[0] + his[1] + lo[h - drop]
+    return Cat(Const(0, drop), lo[:h - drop], Value.cast(hi)[:width - h])
 
 
 def lt(a, b) -> Value:
@@ -113,7 +162,10 @@ class Divider:
     one radix-4 step per :meth:`step`.  Build it with the operands (:meth:`start`, which also
     makes the overflow check unless ``check=False``: the caller knows the quotient fits), keep
     its live values in the stage namespace (:attr:`vals`, a list), call :meth:`step` once per
-    stage until :attr:`done`, then :meth:`quotient`."""
+    stage until :attr:`done`, then :meth:`quotient`.  Only live bits are carried: the quotient
+    grows by each step's digits (no constant or shifted-out bits), the saturation flag exists
+    only with the check, and the last step leaves the quotient and the flag alone (its
+    remainder and the divisor's multiples are read by nothing after it)."""
 
     def __init__(self, den_width: int, qbits: int):
         self.dw, self.q = den_width, qbits
@@ -132,19 +184,21 @@ class Divider:
         return self.n == len(self.positions)
 
     def start(self, num, den, check: bool = True) -> list:
-        """The values the steps carry: [remainder, den, 3 den, quotient so far, saturated]."""
+        """The values the steps carry: [remainder, den, 3 den, quotient so far (None: no
+        digit yet), saturated (None: no check)]."""
         dw, Q = self.dw, self.q
         num, den = Value.cast(num), Value.cast(den)[:dw]
         rw = Q + dw
-        sat = Const(0, 1)
+        sat = None
         if check:
             # num >= den 2**Q  <=>  floor(num / 2**Q) >= den
             sat = ~lt(num[Q:], den) if len(num) > Q else (den == 0)
         den3 = (den + (den << 1))[:dw + 2]
         self.n = 0
-        return [fit(num, rw), den, den3, Const(0, Q), sat]
+        return [fit(num, rw), den, den3, None, sat]
 
     def step(self, vals) -> list:
+        """One step: the next values, or ``[quotient bits, saturated]`` after the last."""
         rem, den, den3, q, sat = vals
         dw = self.dw
         i = self.positions[self.n]
@@ -155,7 +209,7 @@ class Divider:
             r1 = (fit(hi, dw + 2) - fit(den, dw + 2))[:dw + 2]
             d1 = ~r1[dw + 1]
             new = Mux(d1, r1, fit(hi, dw + 2))[:dw]
-            digit, dbits = d1, 1
+            digit = d1
         else:
             hi = rem[i:i + dw + 2]
             w = dw + 3
@@ -164,14 +218,17 @@ class Divider:
             r3 = (fit(hi, w) - fit(den3, w))[:w]
             g1, g2, g3 = ~r1[w - 1], ~r2[w - 1], ~r3[w - 1]
             new = Mux(g3, r3, Mux(g2, r2, Mux(g1, r1, fit(hi, w))))[:dw]
-            digit, dbits = Cat(g1 & ~g2 | g3, g2), 2
-        rem = Cat(rem[:i], new)
-        q = Cat(digit, q)[:self.q] if dbits else q
-        return [rem, den, den3, q, sat]
+            digit = Cat(g1 & ~g2 | g3, g2)
+        # the quotient so far, most significant digit first (qbits bits after the last step)
+        q = Value.cast(digit) if q is None else Cat(digit, q)
+        if self.done:
+            return [q, sat]
+        return [Cat(rem[:i], new), den, den3, q, sat]
 
     def quotient(self, vals) -> Value:
-        _, _, _, q, sat = vals
-        return Mux(sat, (1 << self.q) - 1, q)
+        q, sat = vals
+        assert len(q) == self.q, (len(q), self.q)
+        return q if sat is None else Mux(sat, (1 << self.q) - 1, q)
 
 
 def radix4_divide(num: int, den: int, qbits: int) -> int:

@@ -110,6 +110,8 @@ def _lead(x):
     h = n // 2
     a_hi, p_hi = _lead(x[h:])
     a_lo, p_lo = _lead(x[:h])
+    if h == 1:              # two bits: the position is a_hi (no select of empty positions)
+        return a_hi | a_lo, a_hi
     return a_hi | a_lo, Cat(Mux(a_hi, p_hi, p_lo), a_hi)
 
 
@@ -160,6 +162,7 @@ class SwiftDatapath(FlowDatapath):
               valid=None) -> DatapathOut:
         st = Stages(m, self.pipelined, "sw_")
         nxt = self._update(m, st, state, kind, cn, regs)
+        st.finish()         # the registers of the values the update read after each cut
         assert 1 + st.k == self.latency, (st.k, self.latency)
         return DatapathOut(next_state=nxt, wake_valid=Const(0), wake=Const(0, self.time_width),
                            expired=Const(0), late=Const(0, self.time_width))

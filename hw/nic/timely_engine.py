@@ -139,6 +139,7 @@ class TimelyDatapath(FlowDatapath):
               valid=None) -> DatapathOut:
         st = Stages(m, self.pipelined, "tl_")
         nxt = self._update(m, st, state, kind, cn, regs)
+        st.finish()         # the registers of the values the update read after each cut
         assert 1 + st.k == self.latency, (st.k, self.latency)
         return DatapathOut(next_state=nxt, wake_valid=Const(0), wake=Const(0, self.time_width),
                            expired=Const(0), late=Const(0, self.time_width))
@@ -231,7 +232,7 @@ class TimelyDatapath(FlowDatapath):
         v.ew_lo = v.ew < -diff_max
         v.div = div.step(v.div)
         h = AW // 2
-        v.ac_lo, v.ac_hi = split_lo(v.ac, h)
+        v.ac_lo, v.ac_hi = split_lo(v.ac, h, h)        # the compare reads the sign: the carry
         del v.ac
         v = st(v)
         # ---- 12: the clamp's select; the app compare's high half
@@ -240,7 +241,7 @@ class TimelyDatapath(FlowDatapath):
         v.rd = Mux(s.valid, clamped, s.rtt_diff.as_signed())[:DW].as_signed()
         del v.ew, v.ew_hi, v.ew_lo
         v.div = div.step(v.div)
-        v.ok = ~split_hi(v.ac_lo, v.ac_hi, h, AW)[AW - 1] | (r.app_k == 0)
+        v.ok = ~split_hi(v.ac_lo, v.ac_hi, h, AW, h)[AW - 1] | (r.app_k == 0)
         del v.ac_lo, v.ac_hi
         v = st(v)
         # ---- 13: gradient rows rtt_diff x inv_min_rtt
@@ -260,7 +261,7 @@ class TimelyDatapath(FlowDatapath):
         v = st(v)
         # ---- 16: the gradient's product summed, low half; 2**16 - q
         hg = GW // 2
-        v.g_lo, v.g_hi = split_lo(v.g, hg)
+        v.g_lo, v.g_hi = split_lo(v.g, hg, GSHIFT)     # (>> GSHIFT: the low bits unread)
         del v.g
         v.omq = (ONE16 - v.q)[:FRAC16 + 1]
         del v.q
@@ -268,7 +269,7 @@ class TimelyDatapath(FlowDatapath):
         # ---- 17: the high half (the gradient before saturation); the HAI counter's next
         #          value if the gradient is not positive (the state and a register only)
         s = v.s
-        v.g0 = split_hi(v.g_lo, v.g_hi, hg, GW)[GSHIFT:].as_signed()
+        v.g0 = split_hi(v.g_lo, v.g_hi, hg, GW, GSHIFT)[GSHIFT:].as_signed()
         del v.g_lo, v.g_hi
         n1 = s.neg + 1
         v.n1 = Mux(lt(n1, r.hai_thresh), n1, r.hai_thresh)[:8]
@@ -319,11 +320,11 @@ class TimelyDatapath(FlowDatapath):
         v = st(v)
         # ---- 26, 27: rate x factor >> 16 (floor), over two cycles
         hm = MW // 2
-        v.rf_lo, v.rf_hi = split_lo(v.rf, hm)
+        v.rf_lo, v.rf_hi = split_lo(v.rf, hm, FRAC16)  # (>> 16: the low bits unread)
         del v.rf
         v = st(v)
         s = v.s
-        dec = split_hi(v.rf_lo, v.rf_hi, hm, MW)[FRAC16:].as_signed()
+        dec = split_hi(v.rf_lo, v.rf_hi, hm, MW, FRAC16)[FRAC16:].as_signed()
         del v.rf_lo, v.rf_hi
         rate = Mux(v.inc_rule, Mux(v.ok, v.rinc, s.rate), dec)
         v.x = fit(rate, MW - FRAC16 + 1).as_signed()
