@@ -33,6 +33,7 @@ from ..lib.arith import named_wire, umax, umin
 from ..lib.csa import compress, fit
 from ..lib.csr import CsrBank
 from ..lib.csr_port import csr_ports
+from ..lib.pipeline import Cut
 from .dcqcn_config import (
     ALPHA_FRAC,
     ALPHA_ONE,
@@ -130,38 +131,8 @@ def _sat_one(x):
     return Mux(Value.cast(x)[ALPHA_FRAC:].any(), ALPHA_ONE, x)
 
 
-class _Cut(SimpleNamespace):
-    """A namespace after a pipeline cut: a value's register is made when a later section
-    first reads it (``pending``: name -> a function making it), so a value whose last use is
-    before the cut gets no register (no dead flip-flops).  A value set after the cut replaces
-    its pending register."""
-
-    def __init__(self, pending: dict):
-        object.__setattr__(self, "_pending", pending)
-
-    def __getattr__(self, name):
-        pending = self.__dict__["_pending"]
-        if name not in pending:
-            raise AttributeError(name)
-        value = pending.pop(name)()
-        object.__setattr__(self, name, value)
-        return value
-
-    def __setattr__(self, name, value):
-        self.__dict__["_pending"].pop(name, None)
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name):
-        if self.__dict__["_pending"].pop(name, None) is None:
-            object.__delattr__(self, name)
-
-    def names(self) -> list:
-        """Every name, made or pending (without making any register)."""
-        return [k for k in vars(self) if k != "_pending"] + list(self.__dict__["_pending"])
-
-
 class _CutDict(Mapping):
-    """A dict after a pipeline cut, made as it is read (as :class:`_Cut`)."""
+    """A dict after a pipeline cut, made as it is read (as :class:`Cut`)."""
 
     def __init__(self, pending: dict):
         self._keys, self._pending, self._made = list(pending), pending, {}
@@ -235,8 +206,8 @@ class StagePipe:
         if x is None or isinstance(x, (bool, int, str, Enum, Const)):
             return x
         if isinstance(x, SimpleNamespace):
-            keys = x.names() if isinstance(x, _Cut) else list(vars(x))
-            return _Cut({k: (lambda k=k: self._lazy(getattr(x, k), f"{name}_{k}", memo))
+            keys = x.names() if isinstance(x, Cut) else list(vars(x))
+            return Cut({k: (lambda k=k: self._lazy(getattr(x, k), f"{name}_{k}", memo))
                          for k in keys})
         if isinstance(x, Mapping):
             return _CutDict({k: (lambda k=k: self._lazy(x[k], f"{name}_{k}", memo))

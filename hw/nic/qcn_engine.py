@@ -23,6 +23,7 @@ from amaranth.lib import data
 
 from ..lib.arith import named_wire, umin
 from ..lib.csa import compress, fit
+from ..lib.pipeline import Cut
 from ..params import BlockConfig, ConfigError, check_int
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig, check_engine_pair
@@ -301,38 +302,11 @@ _CUTS = {1: (), 2: (3,), 3: (2, 4), 4: (1, 3, 5), 5: (1, 2, 3, 5), 6: (1, 2, 3, 
 QCN_PIPE_LATENCY = 6
 
 
-class _Cut(SimpleNamespace):
-    """The namespace after a cut: a value's register is made when a later stage first reads
-    it, so a value whose last use is before the cut is not registered (no dead flip-flops)."""
-
-    def __init__(self, pending: dict):
-        object.__setattr__(self, "_pending", pending)
-
-    def __getattr__(self, name):
-        pending = self.__dict__["_pending"]
-        if name not in pending:
-            raise AttributeError(name)
-        value = pending.pop(name)()
-        object.__setattr__(self, name, value)
-        return value
-
-    def __setattr__(self, name, value):
-        self.__dict__["_pending"].pop(name, None)
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name):
-        if self.__dict__["_pending"].pop(name, None) is None:
-            object.__delattr__(self, name)
-
-    def names(self) -> list:
-        return [k for k in vars(self) if k != "_pending"] + list(self.__dict__["_pending"])
-
-
 class _Stages:
     """The stage hook of :meth:`QcnDatapath._update`: cut point ``n`` (counted per call)
     registers every value of the namespace that a later stage reads if ``n`` is one of
     ``cuts``, else passes it on (a pipelined build: ``pipelined``); ``k``: the cut points
-    registered so far.  The registers are made as they are read (:class:`_Cut`, possibly
+    registered so far.  The registers are made as they are read (:class:`Cut`, possibly
     inside an ``m.If``), so their statements are added by :meth:`finish`, after the update."""
 
     def __init__(self, m: Module, cuts):
@@ -345,8 +319,8 @@ class _Stages:
         if self.n not in self.cuts:
             return v
         self.k += 1
-        names = v.names() if isinstance(v, _Cut) else list(vars(v))
-        return _Cut({name: (lambda name=name, n=self.n: self._reg(name, getattr(v, name), n))
+        names = v.names() if isinstance(v, Cut) else list(vars(v))
+        return Cut({name: (lambda name=name, n=self.n: self._reg(name, getattr(v, name), n))
                      for name in names})
 
     def _reg(self, name, x, n):
