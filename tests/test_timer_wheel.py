@@ -412,13 +412,33 @@ def test_leave_clears_the_word_of_the_decision_before(cfg):
     assert r.pops == [(15, 5, 1, 15)], r.pops
 
 
+def test_search_right_after_a_leave_sees_the_word_free():
+    """CFG4 (4-slot words, 64 slots): the consumer stalls for 70 cycles while 64 late
+    entries arrive (one per cycle from cycle 0, deadline ``now``); the first pops (slot 4)
+    before the stall holds the output, the other 63 fill every other slot of the window.
+    Then, from the cursor's first leave after the release (cycle 72), 16 late entries, one
+    per cycle: the only free slots in the window are those of the words the cursor has left
+    (each the window's last word, a revolution later), so they take slots 4, 5, ..., 19 in
+    insert order.  The entries accepted as the cursor leaves the full words 2, 3, 4 (cycles
+    76, 80, 84) are searched in the next cycle, the first in which the left word's flags are
+    clear (the group lists are encoded a cycle ahead: the leave's clear enters them as the
+    last multiplexer): a search that missed it has no candidate in the room and drops the
+    entry."""
+    plan = {c: (1, 0, c) for c in range(64)}
+    plan.update({72 + i: (2, 1, 72 + i) for i in range(16)})
+    r = Run(CFG4, 180, _schedule(plan), ready=lambda cyc: cyc >= 70).run()
+    assert [p[3] for p in r.pops if p[1] == 2] == list(range(4, 20)), r.pops
+    assert len(r.pops) == 80
+
+
 # -- random long run ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cfg,group_words,div", [
     (CFG, None, 2), (CFG4, None, 4),
     # other summary structures (behaviour unchanged): one word per group (the group summary
-    # is the whole search), two words per group, one group (no second level)
-    (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 4), (CFG4, 2, 4),
+    # is the whole search), two words per group, one group (no second level: a shorter run,
+    # which pays for test_search_right_after_a_leave_sees_the_word_free)
+    (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 8), (CFG4, 2, 4),
     # with the read stage (three candidates; the summary structures that stress them)
     (CFG_L5, None, 4), (CFG4_L5, None, 4), (CFG_L5, 2, 4), (CFG4_L5, 2, 4),
     # with the pop buffer (back-pressure reaches the cursor a cycle later, through the buffer;

@@ -36,12 +36,13 @@ Structure
 - The summary is two-level: the S/B words form G groups of K words (K = 2**ceil(log2(S/B)/2),
   :func:`summary_group_words`: K = 64, G = 32 at the default 2048 words), each group's ``nz``
   and ``full`` flags one K-bit register, and a G-bit second level "the group has a non-full
-  word" (an OR of each group's K ``~full`` bits).  The search for the next NC non-full words
+  word" (from the registered group lists, see below).  The search for the next NC non-full words
   after the target word w0 (in group g0, cyclically, w0 itself last) takes, in this order:
   the non-full words above w0 in g0 (a first-NC priority encoder over K bits), then the
   first NC groups after g0 (cyclically) with a non-full word (a first-NC encoder over the G
   second-level bits; the j-th of them contributes its first NC - j non-full words: a G:1
-  multiplexer of K-bit group words and an encoder over K bits each), then the words at or
+  multiplexer of the groups' lists, each group's first NC + 1 non-full words encoded a cycle
+  ahead into registers, less the word the last decision filled), then the words at or
   below w0 in g0; the first NC of that sequence are the candidates.  NC is one more than the
   decisions that can fill a candidate between the search and the decision (one at L = 4,
   two at L = 5): the decision takes the first candidate that is still non-full.  Updates
@@ -455,8 +456,6 @@ class TimerWheel(wiring.Component):
         # (a_*), which they take only at the next edge
         fullw_s = [_sig(m, fullw[g] | Mux(a_full & a_hi[g], a_lo, 0), f"full_s{g}")
                    for g in range(G)]
-        gnf = Signal(G, name="")    # group g has a non-full word (anonymous: an alias)
-        m.d.comb += gnf.eq(Cat(*[~fw != 0 for fw in fullw_s]))
         fw_arr = Array(fullw_s)
         if G > 1:
             g0 = w0[lk:]
@@ -468,14 +467,53 @@ class TimerWheel(wiring.Component):
         sa = _with_hi(_first_n(m, [nf0[i] & _lt(i0, i) for i in range(K)], NC, "srch_a"), g0)
         sc = _with_hi(_first_n(m, [nf0[i] & ~_lt(i0, i) for i in range(K)], NC, "srch_c"), g0)
         if G > 1:
+            # every group's first NC + 1 non-full words, encoded a cycle ahead, in registers
+            # (gl_*): encoded from this cycle's view of the flags (fullw_s), which is the
+            # next cycle's fullw but for the cursor's leave, whose clear enters as the last
+            # multiplexer (the cursor's group encoded again with its word non-full, selected
+            # by leave).  The next cycle's search removes from them the word its last
+            # decision (a_*) filled, which was non-full in fullw, so at most one entry goes
+            # and NC remain: the same lists as encoded from that cycle's fullw_s, off the
+            # search's path (the flags, their encoders and a_hi's fan-out to every flag).
+            NL = NC + 1
+            gregs = [[(Signal(name=f"gl{g}_ok{k}"), Signal(lk, name=f"gl{g}_i{k}"))
+                      for k in range(NL)] for g in range(G)]
+            cgc, clo = cw[lk:], cw[:lk]
+            xc = Signal(K, name="")
+            m.d.comb += xc.eq(fw_arr[cgc])
+            c_oh = Signal(K, name="")
+            m.d.comb += c_oh.eq(Const(1, K) << clo)
+            alt = _first_n(m, [~xc[i] | c_oh[i] for i in range(K)], NL, "srch_alt")
+            for g in range(G):
+                lst = _first_n(m, [~fullw_s[g][i] for i in range(K)], NL, f"srch_grp{g}")
+                sel_alt = Signal(name="")
+                m.d.comb += sel_alt.eq(leave & (cgc == g))
+                for (r_ok, r_ix), (ok, ix), (a_ok, a_ix) in zip(gregs[g], lst, alt,
+                                                                 strict=True):
+                    m.d.sync += [r_ok.eq(Mux(sel_alt, a_ok, ok)),
+                                 r_ix.eq(Mux(sel_alt, a_ix, ix))]
+            # this cycle's lists: the registered ones without the last decision's word, if
+            # it filled it (at most one entry removed, the rest move up one); "group g has
+            # a non-full word" from the registers: it lost its only one if the decision
+            # filled a word of g and the list had one entry (that word)
+            a_gi = a_word[:lk]
+            glists = []
+            gnf_b = []
+            for g in range(G):
+                lst = gregs[g]
+                fill = _sig(m, a_full & a_hi[g], f"srch_fill{g}")
+                rm = Const(0, 1)
+                out = []
+                for k in range(NC):
+                    ok, ix = lst[k]
+                    rm = _sig(m, rm | (fill & ok & (ix == a_gi)), f"srch_rm{g}_{k}")
+                    out.append((Mux(rm, lst[k + 1][0], ok), Mux(rm, lst[k + 1][1], ix)))
+                glists.append(_sig(m, Cat(*[Cat(ok, ix) for ok, ix in out]), f"srch_grp{g}"))
+                gnf_b.append(lst[0][0] & ~(fill & ~lst[1][0]))
+            gnf = Signal(G, name="")    # group g has a non-full word (anonymous: an alias)
+            m.d.comb += gnf.eq(Cat(*gnf_b))
             gh = _first_n(m, [gnf[g] & _lt(g0, g) for g in range(G)], NC, "srch_gh")
             gl = _first_n(m, [gnf[g] & _gt(g0, g) for g in range(G)], NC, "srch_gl")
-            # every group's first NC non-full words, encoded in parallel with the group-level
-            # search (not after it): the chosen groups' lists are then multiplexed
-            glists = []
-            for g in range(G):
-                lst = _first_n(m, [~fullw_s[g][i] for i in range(K)], NC, f"srch_grp{g}")
-                glists.append(_sig(m, Cat(*[Cat(ok, ix) for ok, ix in lst]), f"srch_grp{g}"))
             gl_arr = Array(glists)
             parts = [sa]
             for j, (g_ok, g_idx) in enumerate(_merge_n(m, gh, gl, "srch_g")):
