@@ -33,6 +33,11 @@ Ports
   read pipeline moves as one).
 - ``r_data``: with ``r_en`` high, the word at ``r_addr`` of cycle c is on ``r_data`` in
   cycle c + 2.
+- ``r_en_next`` (optional, instead of ``r_en``): the read enable of the *next* cycle; the RAM
+  registers it itself, ``r_en`` is then that register (init 1, no reset).  On the ECP5 every
+  DP16KD gets its own copy, a ``TRELLIS_FF`` instance (Yosys would merge equal flip-flops),
+  so that a stall enable reaching many block RAMs across the chip is one short route from a
+  flip-flop beside each of them, not one net from a single driver.
 
 Latency 2 (address at c, data at c + 2); throughput one read and one write per clock.
 
@@ -107,7 +112,8 @@ class Bram:
     signals to use as those ports (RAMs read together share them: equal copies would be left
     in the Verilog as unused aliases)."""
 
-    def __init__(self, shape, depth: int, *, name: str = "bram", r_addr=None, r_en=None):
+    def __init__(self, shape, depth: int, *, name: str = "bram", r_addr=None, r_en=None,
+                 r_en_next=None):
         if depth < 1:
             raise ValueError(f"depth={depth}: at least 1 word")
         self.shape = shape
@@ -118,6 +124,11 @@ class Bram:
         self.w_data = Signal(shape, name=f"{name}_w_data")
         self.w_en = Signal(name=f"{name}_w_en")
         self.r_addr = Signal(range(depth), name=f"{name}_r_addr") if r_addr is None else r_addr
+        if r_en_next is not None and r_en is not None:
+            raise ValueError("r_en and r_en_next are exclusive")
+        self.r_en_next = r_en_next
+        if r_en_next is not None:       # the registered enable (see the module docstring)
+            r_en = Signal(init=1, name=f"{name}_r_en_q", reset_less=True)
         self.r_en = Signal(init=1, name=f"{name}_r_en") if r_en is None else r_en
         # reset-less like the DP16KD's output register (its RST is not used)
         self.r_data = Signal(shape, name=f"{name}_r_data", reset_less=True)
@@ -127,6 +138,8 @@ class Bram:
         if bram_family(platform) == "ecp5" and self.width > 0:
             self._ecp5(m)
             return
+        if self.r_en_next is not None:
+            m.d.sync += self.r_en.eq(self.r_en_next)
         # the memory cell itself; no_rw_check: a read colliding with a write is undefined
         # (the collision rule), so Yosys adds no read-first logic after the block RAM
         mem = MemoryInstance(data=MemoryData(shape=self.width, depth=self.depth, init=[]),
@@ -165,6 +178,15 @@ class Bram:
                     ada = Cat(Const(0b11, 2), Const(0, shift - 2), wa[:used],
                               Const(0, lw - used))
                 do_b = Signal(18, name=f"{name}_b{b}_c{col}_do")
+                ren = self.r_en
+                if self.r_en_next is not None:
+                    # this primitive's own copy of the registered read enable
+                    ren = Signal(name=f"{name}_b{b}_c{col}_ren")
+                    m.submodules[f"{name}_ren_b{b}_c{col}"] = Instance(
+                        "TRELLIS_FF", p_GSR="DISABLED", p_CEMUX="1", p_CLKMUX="CLK",
+                        p_LSRMUX="LSR", p_REGSET="SET", p_SRMODE="LSR_OVER_CE",
+                        i_CLK=ClockSignal(), i_CE=Const(1), i_LSR=Const(0),
+                        i_DI=self.r_en_next, o_Q=ren)
                 di = Cat(wdata[col * w:(col + 1) * w], Const(0, 18 - w))
                 ports = {
                     "i_CLKA": ClockSignal(), "i_CEA": Const(1), "i_OCEA": Const(1),
@@ -172,7 +194,7 @@ class Bram:
                     "i_CSA0": Const(0), "i_CSA1": Const(0), "i_CSA2": Const(0),
                     # one enable for both read stages: the address register (CEB) and the
                     # output register (OCEB) move together
-                    "i_CLKB": ClockSignal(), "i_CEB": self.r_en, "i_OCEB": self.r_en,
+                    "i_CLKB": ClockSignal(), "i_CEB": ren, "i_OCEB": ren,
                     "i_WEB": Const(0), "i_RSTB": Const(0),
                     "i_CSB0": Const(0), "i_CSB1": Const(0), "i_CSB2": Const(0),
                 }
@@ -201,6 +223,8 @@ class Bram:
             # register stages as the data
             bsel1 = Signal(range(banks), name=f"{name}_bsel1", reset_less=True)
             bsel2 = Signal(range(banks), name=f"{name}_bsel2", reset_less=True)
+            if self.r_en_next is not None:
+                m.d.sync += self.r_en.eq(self.r_en_next)
             with m.If(self.r_en):
                 m.d.sync += [bsel1.eq(ra[lw:]), bsel2.eq(bsel1)]
             out = bank_out[banks - 1][:W]

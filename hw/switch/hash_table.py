@@ -70,7 +70,11 @@ class HashTable(wiring.Component):
     5. the AND of each way's compares (hit per way), registered;
     6. the decision (status; for a new key the candidate with more free ways, side 0 on a
        tie, and its lowest free way) registers the result and the write record (ways,
-       entry); the record is written to the block RAMs at the following edge.
+       entry); the record is written to the block RAMs at the following edge.  The side
+       with more free ways after the command ahead's change is one of three registered-input
+       comparisons of the free counts (unchanged, one more or one fewer on a side) picked by
+       that command's registered flags, so the loop from one decision to the next is a
+       select, not a count.
 
     Forwarding: a command reads the RAMs before the writes of the 5 commands ahead of it
     have reached them (the command 5 ahead is written at the very edge of the read, which the
@@ -96,7 +100,12 @@ class HashTable(wiring.Component):
     ----------------------
     One command per clock with no bubble, whatever the keys; its result is valid
     ``LATENCY`` = 6 edges after the command is accepted (2 before the pipelining), in order.
-    ``result`` back-pressure stalls the whole pipeline (``cmd.ready`` low).  ``occupancy``
+    ``result`` back-pressure stalls the whole pipeline (``cmd.ready`` low) one cycle late: a
+    result decided while ``result`` is held waits in a skid register, and the pipeline (every
+    stage, every block RAM's read enable) stands while it is full, so that its enable is a
+    flip-flop, never ``result.ready``'s route (each block RAM keeps its own copy,
+    :class:`hw.lib.bram.Bram`'s ``r_en_next``); ``cmd.ready`` is then a function of flip-flops
+    only.  With ``result.ready`` high nothing changes: one result per clock.  ``occupancy``
     counts the write being made; ``lookups``, ``misses`` and ``full`` count a result the
     cycle after it appears on ``result``.
     """
@@ -136,14 +145,20 @@ class HashTable(wiring.Component):
         clearing = Signal(init=1)                      # clearing all buckets after reset
         clear_idx = Signal(IW)
         out = self.result
+        # the pipeline moves unless a result waits in the skid register behind ``out``: the
+        # enable of every stage and block RAM is a flip-flop, not ``result.ready``'s route
+        skid_valid = Signal()
         advance = Signal()
-        m.d.comb += [advance.eq(~out.valid | out.ready),
-                     self.cmd.ready.eq(advance & ~clearing)]
+        advance_next = Signal()                        # its value in the next cycle
+        m.d.comb += [advance.eq(~skid_valid),
+                     self.cmd.ready.eq(~skid_valid & ~clearing)]
         accept = self.cmd.valid & self.cmd.ready
         # stage 1's indexes: the RAMs' read address (a register; the read moves on ``advance``)
         raddr = [Signal(IW, name=f"s1_index{side}") for side in SIDES]
+        # each block RAM registers ``advance_next`` itself (on the ECP5 a flip-flop beside
+        # every DP16KD): its read enable is ``advance``
         rams = [[Bram(entry, cfg.side_buckets, name=f"side{side}_way{w}", r_addr=raddr[side],
-                      r_en=advance) for w in range(W)] for side in SIDES]
+                      r_en_next=advance_next) for w in range(W)] for side in SIDES]
 
         # ---- stage registers: the command in stage k (1..5) and its two bucket indexes (data
         # registers without reset: a reset would put a LUT between a block RAM and its register)
@@ -316,21 +331,24 @@ class HashTable(wiring.Component):
         k_new, k_old = Signal(name="k_new"), Signal(name="k_old")
         k_new_value = Signal(VW, name="k_new_value", reset_less=True)
         k_old_value = Signal(VW, name="k_old_value", reset_less=True)
-        # the command ahead's change to this command's buckets: ways it freed, ways it filled
+        # the command ahead's change to this command's buckets: the way it freed (a REMOVE) or
+        # filled (an insert), one-hot, at most one of them on one side (``f_clr``, ``f_set``);
+        # and the same change as flags for the free-way counts, so that the side with more free
+        # ways is a select among three comparisons made from registers (``f_more``: it filled
+        # a way on side 0 or freed one on side 1, the difference of the counts grew by one;
+        # ``f_less``: the reverse; ``f_fill`` / ``f_free``: it filled / freed a way)
         f_clr = [Signal(W, name=f"f_clr{side}") for side in SIDES]
         f_set = [Signal(W, name=f"f_set{side}") for side in SIDES]
+        f_more, f_less = Signal(name="f_more"), Signal(name="f_less")
+        f_fill, f_free = Signal(name="f_fill"), Signal(name="f_free")
         kin = same1
-        hits, used, vals = [], [], []
+        hits, vals = [], []
         for side in SIDES:
             hit = Signal(W, name=f"hit{side}")
-            use = Signal(W, name=f"used{side}")
-            m.d.comb += [hit.eq(Mux(kin, k_way[side], s5_hit[side])),
-                         use.eq(f_set[side] | (s5_used[side] & ~f_clr[side]))]
+            m.d.comb += hit.eq(Mux(kin, k_way[side], s5_hit[side]))
             hits.append(hit)
-            used.append(use)
             vals.append([Mux(s5_ov[side][w], s5_skv, s5_raw[side][w]) for w in range(W)])
         s5 = cmd[5]
-        free = [~used[side] for side in SIDES]
         present = Signal()
         m.d.comb += present.eq(Mux(kin, k_present, s5_hit[0].any() | s5_hit[1].any()))
         # the value found (0 if absent: no hit, or the flags of the command ahead)
@@ -339,17 +357,36 @@ class HashTable(wiring.Component):
             kin, Mux(k_new, k_new_value, 0) | Mux(k_old, k_old_value, 0),
             reduce(lambda a, b: a | b, [Mux(s5_hit[side][w], vals[side][w], 0)
                                         for side in SIDES for w in range(W)])))
-        new_side = Signal()                            # more free ways on side 1 (0 on a tie)
-        if 2 * W <= 8:      # a truth table of the 2 x ways free bits: LUTs, no carry chains
-            table = Array(Const(bin(i >> W).count("1") > bin(i & ((1 << W) - 1)).count("1"))
-                          for i in range(1 << (2 * W)))
-            m.d.comb += new_side.eq(table[Cat(free[0], free[1])])
+        # The free ways before the command ahead's change (registers) and after it.  The
+        # command ahead saw these very buckets (the same writes before it), so the way it
+        # filled was free here and the way it freed was used: its change moves one count by
+        # one, and the side with more free ways after it (side 0 on a tie) is one of three
+        # comparisons of the counts before it, picked by the registered flags.
+        free0 = [~s5_used[side] for side in SIDES]
+        free = [(free0[side] & ~f_set[side]) | f_clr[side] for side in SIDES]
+        more_1 = Signal(name="more_1")                 # n1 > n0
+        more_0 = Signal(name="more_0")                 # n1 >= n0 (n1 > n0 - 1)
+        more_2 = Signal(name="more_2")                 # n1 >= n0 + 2 (n1 - 1 > n0)
+        room_1, room_2 = Signal(name="room_1"), Signal(name="room_2")  # >= 1, >= 2 free
+        if 2 * W <= 8:      # truth tables of the 2 x ways free bits: LUTs, no carry chains
+            def table(f):
+                return Array(Const(f(bin(i & ((1 << W) - 1)).count("1"), bin(i >> W).count("1")))
+                             for i in range(1 << (2 * W)))[Cat(free0[0], free0[1])]
         else:
-            m.d.comb += new_side.eq(popcount(free[1]) > popcount(free[0]))
+            n0, n1 = popcount(free0[0]), popcount(free0[1])
+
+            def table(f):
+                return f(n0, n1)
+        m.d.comb += [more_1.eq(table(lambda a, b: b > a)), more_0.eq(table(lambda a, b: b >= a)),
+                     more_2.eq(table(lambda a, b: b >= a + 2)),
+                     room_1.eq(table(lambda a, b: a + b >= 1)),
+                     room_2.eq(table(lambda a, b: a + b >= 2))]
+        new_side = Signal()                            # more free ways on side 1 (0 on a tie)
+        m.d.comb += new_side.eq(Mux(f_more, more_0, Mux(f_less, more_2, more_1)))
+        room = Signal()
+        m.d.comb += room.eq(f_free | Mux(f_fill, room_2, room_1))
         lowest = [Cat(*[free[side][w] & ~free[side][:w].any() for w in range(W)])
                   for side in SIDES]                   # the lowest free way, one-hot
-        first_free = Mux(new_side, lowest[1], lowest[0])
-        room = free[0].any() | free[1].any()
 
         is_remove, is_lookup = s5.op == HtOp.REMOVE, s5.op == HtOp.LOOKUP
         is_add, is_learn = s5.op == HtOp.ADD, s5.op == HtOp.LEARN
@@ -365,12 +402,17 @@ class HashTable(wiring.Component):
                 with m.Else():
                     m.d.comb += status.eq(HtStatus.FULL)
         # the way written (one-hot): the key's way (REMOVE, LEARN of a present key; none if
-        # absent), else the new key's (ADD, LEARN of an absent key; none if both are full)
-        insert = [Mux(new_side == side, first_free, 0) for side in SIDES]
+        # absent), else the new key's (ADD, LEARN of an absent key; none if both are full:
+        # then the chosen side has no free way)
+        on_side = [new_side if side else ~new_side for side in SIDES]
+        insert = [Mux(on_side[side], lowest[side], 0) for side in SIDES]
 
         def ways(side, hit_ok, ins_ok):
             return Mux(hit_ok, hits[side], 0) | Mux(ins_ok & ~present, insert[side], 0)
         write = [ways(side, w_hit_ok, w_ins_ok) for side in SIDES]
+        # this command's change to the next command's buckets (see ``f_set`` above)
+        filled = [f_ins_ok[side] & ~present & room & on_side[side] for side in SIDES]
+        freed = [f_rem_ok[side] & hits[side].any() for side in SIDES]
 
         complete = valid[5] & advance                  # stage 5's command finishes this edge
         m.d.sync += h1_pending.eq(advance)
@@ -379,6 +421,8 @@ class HashTable(wiring.Component):
             m.d.sync += [f_clr[side].eq(Mux(f_rem_ok[side], hits[side], 0)) for side in SIDES]
             m.d.sync += [f_set[side].eq(Mux(f_ins_ok[side] & ~present, insert[side], 0))
                          for side in SIDES]
+            m.d.sync += [f_more.eq(filled[0] | freed[1]), f_less.eq(filled[1] | freed[0]),
+                         f_fill.eq(filled[0] | filled[1]), f_free.eq(freed[0] | freed[1])]
             # a written entry is valid unless removed: by op alone (no write, no matter)
             m.d.sync += [h1["valid"].eq(is_add | is_learn), h1["key"].eq(s5.key),
                          h1["value"].eq(s5.value)]
@@ -418,19 +462,27 @@ class HashTable(wiring.Component):
             m.d.sync += clear_idx.eq(clear_idx + 1)
             with m.If(clear_idx == cfg.side_buckets - 1):
                 m.d.sync += clearing.eq(0)
+        # the result: into ``out`` if it is free this edge, else into the skid register, which
+        # stops the pipeline from the next cycle on until ``out`` takes it (one result per
+        # clock while ``result.ready`` stays high; the skid fills only when it drops)
+        result = Signal(ht_result_layout(cfg))
+        m.d.comb += [result.op.eq(s5.op), result.status.eq(status), result.key.eq(s5.key),
+                     result.value.eq(old_value), result.tag.eq(s5.tag)]
+        skid = Signal(ht_result_layout(cfg), name="skid", reset_less=True)
+        out_free = ~out.valid | out.ready
+        m.d.comb += advance_next.eq(~Mux(skid_valid, ~out.ready, valid[5] & ~out_free))
         with m.If(out.ready):
             m.d.sync += out.valid.eq(0)
         counted = Signal()                             # ``out`` holds a new result
-        m.d.sync += counted.eq(complete)
-        with m.If(complete):
-            m.d.sync += [
-                out.valid.eq(1),
-                out.payload.op.eq(s5.op),
-                out.payload.status.eq(status),
-                out.payload.key.eq(s5.key),
-                out.payload.value.eq(old_value),
-                out.payload.tag.eq(s5.tag),
-            ]
+        m.d.sync += counted.eq(Mux(skid_valid, out.ready, complete & out_free))
+        with m.If(skid_valid):
+            with m.If(out.ready):
+                m.d.sync += [out.valid.eq(1), out.payload.eq(skid), skid_valid.eq(0)]
+        with m.Elif(complete):
+            with m.If(out_free):
+                m.d.sync += [out.valid.eq(1), out.payload.eq(result)]
+            with m.Else():
+                m.d.sync += [skid.eq(result), skid_valid.eq(1)]
         # occupancy: the entries in the block RAMs (``occ``) and the record being written (its
         # +1 / -1 registered with it, so that no counter's enable waits for the decision)
         occ = Signal(range(cfg.capacity + 1))
@@ -456,4 +508,5 @@ class HashTable(wiring.Component):
                              at_max.eq(counter == (1 << len(counter)) - 2)]
         # for the formal harness: the write not yet in the block RAMs
         self._pending = (h1_pending, h1)
+        self._advance = advance
         return m

@@ -7,7 +7,10 @@ The harness adds an asynchronous read port to each of the table's block RAMs (on
 and way) for every bucket and lays the table's pending write over it (a decision is written to
 the RAM at the edge after it), so the properties speak of the table's real contents; the
 environment is any command stream (any op, key, value, tag), any back-pressure on
-``result``, from the reset state.  Asserted every cycle:
+``result``, from the reset state.  The harness mirrors the table's skid register (a result
+decided while ``result`` is held waits behind it; the pipeline stands meanwhile), so the
+FULL and placement checks compare with the entries before the edge that decided the result.
+Asserted every cycle:
 
 * **lookup**: for a symbolic key ``K`` (any key, fixed per trace) a shadow entry (present,
   value) follows the results of ``K``'s own commands only; every result for ``K`` agrees with
@@ -89,21 +92,37 @@ def _table(cfg: HashTableConfig):
         cmd, res = dut.cmd.payload, dut.result.payload
         m.d.comb += [dut.cmd.valid.eq(AnySeq(1)), cmd.eq(AnySeq(len(cmd.as_value()))),
                      dut.result.ready.eq(AnySeq(1))]
-        advance = ~dut.result.valid | dut.result.ready
+        # the pipeline moves unless a result waits behind ``result`` (the table's skid
+        # register): the table's own enable
+        advance = dut._advance
         accept = dut.cmd.valid & dut.cmd.ready
         taken = dut.result.valid & dut.result.ready
+        out_free = ~dut.result.valid | dut.result.ready
 
-        # the command of each result (mirror of the pipeline's stages, moved by the ports)
+        # the command of each result (mirror of the pipeline's stages and of the result and
+        # skid registers), and for a result that waited in the skid register the entries
+        # before the edge that decided it (``skid_words``) and whether ``result`` took it from
+        # there at the last edge (``from_skid``)
         depth = HashTable.LATENCY - 1
         h_valid = [Signal(name=f"mirror_valid{k}") for k in range(depth)]
         h_cmd = [Signal(ht_command_layout(cfg), name=f"mirror_cmd{k}") for k in range(depth)]
         o_cmd = Signal(ht_command_layout(cfg))
+        s_cmd = Signal(ht_command_layout(cfg))
+        skid_words, skid_occ = Signal.like(words), Signal.like(dut.occupancy)
+        from_skid = Signal()
+        m.d.sync += from_skid.eq(~advance & dut.result.ready)
         with m.If(advance):
             m.d.sync += [h_valid[0].eq(accept), h_cmd[0].eq(cmd)]
             m.d.sync += [h_valid[k].eq(h_valid[k - 1]) for k in range(1, depth)]
             m.d.sync += [h_cmd[k].eq(h_cmd[k - 1]) for k in range(1, depth)]
             with m.If(h_valid[-1]):
-                m.d.sync += o_cmd.eq(h_cmd[-1])
+                with m.If(out_free):
+                    m.d.sync += o_cmd.eq(h_cmd[-1])
+                with m.Else():
+                    m.d.sync += [s_cmd.eq(h_cmd[-1]), skid_words.eq(words),
+                                 skid_occ.eq(dut.occupancy)]
+        with m.Elif(dut.result.ready):
+            m.d.sync += o_cmd.eq(s_cmd)
         with m.If(dut.result.valid):
             m.d.comb += [Assert(res.key == o_cmd.key), Assert(res.op == o_cmd.op),
                          Assert(res.tag == o_cmd.tag)]
@@ -160,12 +179,16 @@ def _table(cfg: HashTableConfig):
         m.d.sync += [prev_words.eq(words), prev_occ.eq(dut.occupancy),
                      prev_valid.eq(dut.result.valid), prev_ready.eq(dut.result.ready)]
         new_result = dut.result.valid & (~prev_valid | prev_ready)
+        # the entries before the edge that decided the result: the last edge, or the one that
+        # put it in the skid register (no entry changes while it waits: the pipeline stands)
+        base_words = Mux(from_skid, skid_words, prev_words)
+        base_occ = Mux(from_skid, skid_occ, prev_occ)
         # the key's two candidate buckets, as they were before the edge that made the result
         prev_entries = {}
         pos = 0
         for side, b, e in flat:
             n = len(e.as_value())
-            prev_entries.setdefault((side, b), []).append(prev_words[pos:pos + n])
+            prev_entries.setdefault((side, b), []).append(base_words[pos:pos + n])
             pos += n
         # the key's two candidate buckets: valid bits before the edge, the key's entries now
         was_valid, holds_key = [], []
@@ -183,7 +206,7 @@ def _table(cfg: HashTableConfig):
             holds_key.append(nk)
         cand_full = [Cat(*pv).all() for pv in was_valid]
         with m.If(new_result & (st == HtStatus.FULL)):
-            m.d.comb += [Assert(words == prev_words), Assert(dut.occupancy == prev_occ),
+            m.d.comb += [Assert(words == base_words), Assert(dut.occupancy == base_occ),
                          Assert(cand_full[0] & cand_full[1]),
                          Assert((res.op == HtOp.ADD) | (res.op == HtOp.LEARN))]
         # placement: a new key goes to the candidate bucket with more free ways (side 0 on a
@@ -211,6 +234,7 @@ def _table(cfg: HashTableConfig):
             Cover(mine & (st == HtStatus.FULL)),
             Cover(swept & (dut.occupancy == 4)),
             Cover(dut.result.valid & ~dut.result.ready & dut.cmd.valid),
+            Cover(new_result & from_skid),
         ]
         return m
     return build
