@@ -66,11 +66,14 @@ class EgressMarker(wiring.Component):
     Queue occupancies live in block RAM (:class:`hw.lib.bram.Bram`, one ``occ_width``-bit word
     per queue, read latency 2: addressed when the descriptor is accepted, the word in the RAM's
     own output register in stage B; written back from registers after admission); the five
-    descriptors ahead whose write-back the read cannot have seen are forwarded, so
-    back-to-back descriptors of one queue see each other's updates exactly.  The descriptor
-    just ahead is still being admitted when this one's limits are compared, so every
-    comparison is made for both of its outcomes and admission only selects: the loop from one
-    admission to the next is a few multiplexers, not an adder and a comparator.  After a reset the
+    descriptors ahead whose write-back the read cannot have seen are forwarded (the one two
+    ahead from its stage-2 register, in stage C; the three before it from theirs, into stage
+    C), so back-to-back descriptors of one queue see each other's updates exactly.  The
+    descriptor just ahead is still being admitted when this one's limits are compared, so
+    every comparison is made for both of its outcomes and admission only selects: each check
+    is true only where it rejects (the operation, a bad queue, a bubble and the Not-ECT rule
+    are folded into its limit), so admission is a NOR of four bits per outcome and the loop
+    from one admission to the next is one slice.  After a reset the
     block spends ``ports * priorities`` clocks writing every occupancy to 0 (``desc.ready``
     low), so a reset empties every queue.
 
@@ -147,11 +150,18 @@ class EgressMarker(wiring.Component):
         # ---- pipeline registers ----------------------------------------------------------
         # Stages A (block RAM read), B (the queue's bytes, forwarded), C (every limit check
         # computed twice), 1 (admission), 2 (write-back), 3 (thresholds), then the products.
-        SW = signed(W + 3)                  # limits adjusted by a signed packet length
+        # Limits adjusted by a signed packet length: from -2**(len_width + 1) to
+        # 2**occ_width + 2**len_width.  A limit in stage C is never negative (clamped at 0, the
+        # same outcome for a non-negative count), so it is compared unsigned: one carry chain
+        # whose carry is the result.
+        SW = signed(max(W, cfg.len_width) + 2)
+        LW = SW.width                       # an unsigned limit, 0 .. 2**(LW - 1) - 1
         s0_valid, s0 = Signal(), Signal(desc_layout)       # stage A
         s0_index, s0_draw, s0_bad = Signal(index_shape), Signal(D), Signal()
         s0_delta = Signal(signed(cfg.len_width + 1))       # +length (enqueue), -length (dequeue)
-        s0_room, s0_pool_room = Signal(SW), Signal(SW)     # buf_max - length, shared_buffer - ..
+        # the smallest queue (pool) count at which this packet no longer fits:
+        # q + length > buf_max  <=>  q >= buf_max + 1 - length (and shared_buffer for the pool)
+        s0_room, s0_pool_room = Signal(SW), Signal(SW)
         # Whether the descriptor 1, 2, 3, 4 or 5 places ahead is for this queue: the block RAM
         # read cannot have seen their write-backs.  The one just ahead (same0) is still being
         # decided when this one's limits are checked, so each check is made both ways.
@@ -160,23 +170,30 @@ class EgressMarker(wiring.Component):
         sb_valid, sb = Signal(), Signal(desc_layout)        # stage B
         sb_index, sb_draw, sb_bad = Signal(index_shape), Signal(D), Signal()
         sb_delta = Signal.like(s0_delta)
+        sb_same_delta = Signal.like(s0_delta)   # the length of the one just ahead if ours, else 0
         sb_room, sb_pool_room = Signal(SW), Signal(SW)
-        sb_same0, sb_f1, sb_f2, sb_f3, sb_f4 = (Signal(name=f"sb_{n}") for n in
-                                                ("same0", "f1", "f2", "f3", "f4"))
+        sb_f1, sb_f2, sb_f3, sb_f4 = (Signal(name=f"sb_{n}") for n in ("f1", "f2", "f3", "f4"))
         sb_mem = occ.r_data                                 # the block RAM's word (stage B)
         sc_valid, sc = Signal(), Signal(desc_layout)        # stage C
-        sc_index, sc_draw, sc_bad, sc_same0 = Signal(index_shape), Signal(D), Signal(), Signal()
-        sc_q = Signal(W)                    # the queue's bytes before the descriptor just ahead
+        sc_index, sc_draw, sc_bad = Signal(index_shape), Signal(D), Signal()
+        sc_f1 = Signal()                    # the descriptor two ahead (now in stage 2) is ours
+        sc_q_old = Signal(W)                # the queue's bytes before the descriptor two ahead
         sc_delta, sc_delta_prev = Signal.like(s0_delta), Signal.like(s0_delta)
         sc_delta_sum = Signal(signed(cfg.len_width + 2))
-        sc_room, sc_room_adj = Signal(SW), Signal(SW)
-        sc_pool_room, sc_pool_room_adj = Signal(SW), Signal(SW)
-        sc_under_adj, sc_k_drop_adj = Signal(SW), Signal(SW)
+        # the limits of the checks of stage C, unsigned: full if q >= room, pool full if
+        # shared >= pool_room, Not-ECT drop if q >= k_drop, underflow if q < under
+        sc_room, sc_room_adj = Signal(LW), Signal(LW)
+        sc_pool_room, sc_pool_room_adj = Signal(LW), Signal(LW)
+        sc_under, sc_under_adj = Signal(cfg.len_width), Signal(LW)
+        sc_k_drop, sc_k_drop_adj = Signal(LW), Signal(LW)
         s1_valid = Signal()
         s1_index = Signal(index_shape)
         s1 = Signal(desc_layout)
-        s1_draw, s1_bad, s1_same0 = Signal(D), Signal(), Signal()
-        # Suffix _a: the descriptor just ahead changed nothing here; _b: it was admitted.
+        s1_draw, s1_bad = Signal(D), Signal()
+        # Suffix _a: the descriptor just ahead was not admitted; _b: it was (for another queue,
+        # the _b queue bytes and checks other than the pool's equal the _a ones).  Each check
+        # is true only where it rejects this descriptor (a bubble or a bad queue is "full"),
+        # so that admission is the NOR of four bits.
         s1_qa, s1_qb, s1_qa_after, s1_qb_after = (Signal(W, name=f"s1_{n}") for n in
                                                   ("qa", "qb", "qa_after", "qb_after"))
         s1_full_a, s1_full_b, s1_pool_a, s1_pool_b = (Signal(name=f"s1_{n}") for n in
@@ -184,11 +201,11 @@ class EgressMarker(wiring.Component):
         s1_kd_a, s1_kd_b, s1_under_a, s1_under_b = (Signal(name=f"s1_{n}") for n in
                                                     ("kd_a", "kd_b", "under_a", "under_b"))
         s1_delta = Signal.like(s0_delta)
-        s1_not_ect_drop = Signal()          # LDCP profile and a Not-ECT packet
         s2_valid = Signal()
         s2 = Signal(desc_layout)
         s2_index, s2_bad, s2_q_after = Signal(index_shape), Signal(), Signal(W)
         s2_admitted = Signal()              # valid and admitted (changed its queue and the pool)
+        NEVER = 1 << W                      # a limit no queue or pool count reaches
         s3_q_after, s4_q_after = Signal(W), Signal(W)
         s2_qlen = Signal(W)                 # queue bytes the decision is taken on
         s2_reason = Signal(DropReason)
@@ -210,8 +227,23 @@ class EgressMarker(wiring.Component):
         m.d.comb += self.desc.ready.eq(advance & ~self.csr_w.valid & ~clearing)
         desc_accept = self.desc.valid & self.desc.ready
 
-        def at_or_above(x, k):
-            return Mux(ctrl.compare == Compare.GE.value, x >= k, x > k)
+        # Each "at or above K" is ``x >= threshold``: K under the ``ge`` convention, K + 1 under
+        # ``gt`` (x > K <=> x >= K + 1).  The thresholds are registers, like ``span`` below:
+        # they change only with a register write, taken with the pipeline empty, and the first
+        # descriptor after it compares no sooner than two cycles later.  One carry chain per
+        # comparison, straight into its register: both conventions computed and then selected
+        # put three multiplexer levels behind the chain (the critical path, 6.7 ns).
+        def threshold(k, name):
+            t = Signal(W + 1, name=name, init=getattr(reset, name) + reset.compare)
+            m.d.sync += t.eq(k + ctrl.compare)
+            return t
+        assert Compare.GT.value == 1 and Compare.GE.value == 0    # the added 1 is the field
+        th_k_drop, th_k_min, th_k_max = (threshold(k, n) for k, n in
+                                         ((k_drop, "k_drop"), (k_min, "k_min"), (k_max, "k_max")))
+        # buf_max + 1 and shared_buffer + 1 (q + length > buf_max <=> q >= buf_max + 1 - length)
+        th_buf = Signal(W + 1, init=reset.buf_max + 1)
+        th_pool = Signal(W + 1, init=reset.shared_buffer + 1)
+        m.d.sync += [th_buf.eq(buf_max + 1), th_pool.eq(shared_buffer + 1)]
 
         def queue_index(d):
             return d.port * cfg.priorities + d.prio
@@ -219,26 +251,34 @@ class EgressMarker(wiring.Component):
         # ---- stage 1: admission and the queue update (combinational on s1) ------------------
         # The loop from one descriptor's admission to the next one's is a multiplexer: every
         # comparison was made in stage C for both outcomes of the descriptor just ahead.
+        # Stage C made each check true only where it rejects (the operation, a bad queue, a
+        # bubble and the Not-ECT rule are in its limits) and for the descriptor just ahead
+        # only if it is for this queue (the pool's for any), so admission is a NOR of four
+        # bits for each outcome and the admission of the one just ahead selects: one slice
+        # from s2_admitted to s2_admitted.  (The choice made here, through the priority of
+        # the drop reasons, was five LUT levels: 6.9 ns, 145 MHz.)
         is_enqueue = s1.op == QueueOp.ENQUEUE
-        took = s1_same0 & s2_admitted       # the descriptor just ahead changed this queue
-        q = Mux(took, s1_qb, s1_qa)
-        reason = Signal(DropReason)
-        with m.If(s1_bad):
-            m.d.comb += reason.eq(DropReason.BAD_QUEUE)
-        with m.Elif(is_enqueue):
-            with m.If(Mux(took, s1_full_b, s1_full_a)):
-                m.d.comb += reason.eq(DropReason.QUEUE_FULL)
-            with m.Elif(Mux(s2_admitted, s1_pool_b, s1_pool_a)):
-                m.d.comb += reason.eq(DropReason.POOL_FULL)
-            with m.Elif(s1_not_ect_drop & Mux(took, s1_kd_b, s1_kd_a)):
-                m.d.comb += reason.eq(DropReason.NOT_ECT_AT_K)
-        with m.Elif(Mux(took, s1_under_b, s1_under_a)):
-            m.d.comb += reason.eq(DropReason.UNDERFLOW)
-        admitted = reason == DropReason.NONE
+        adm_a = ~(s1_full_a | s1_pool_a | s1_kd_a | s1_under_a)
+        adm_b = ~(s1_full_b | s1_pool_b | s1_kd_b | s1_under_b)
+        admitted = Signal()
+        m.d.comb += admitted.eq(Mux(s2_admitted, adm_b, adm_a))
+        q = Mux(s2_admitted, s1_qb, s1_qa)
         # The queue after this descriptor: written back whether or not it changed, so that the
         # write enables depend on the index only, not on the admission arithmetic.
         q_after = Signal(W)
-        m.d.comb += q_after.eq(Mux(admitted, Mux(took, s1_qb_after, s1_qa_after), q))
+        m.d.comb += q_after.eq(Mux(s2_admitted, Mux(adm_b, s1_qb_after, s1_qb),
+                                   Mux(adm_a, s1_qa_after, s1_qa)))
+        reason = Signal(DropReason)         # (the checks of an operation's other kind are 0)
+        with m.If(s1_bad):
+            m.d.comb += reason.eq(DropReason.BAD_QUEUE)
+        with m.Elif(Mux(s2_admitted, s1_full_b, s1_full_a)):
+            m.d.comb += reason.eq(DropReason.QUEUE_FULL)
+        with m.Elif(Mux(s2_admitted, s1_pool_b, s1_pool_a)):
+            m.d.comb += reason.eq(DropReason.POOL_FULL)
+        with m.Elif(Mux(s2_admitted, s1_kd_b, s1_kd_a)):
+            m.d.comb += reason.eq(DropReason.NOT_ECT_AT_K)
+        with m.Elif(Mux(s2_admitted, s1_under_b, s1_under_a)):
+            m.d.comb += reason.eq(DropReason.UNDERFLOW)
         sample_point = Mux(is_enqueue, SamplePoint.ENQUEUE.value, SamplePoint.DEQUEUE.value)
         ect = (s1.ecn == Ecn.ECT0) | (s1.ecn == Ecn.ECT1)
 
@@ -261,8 +301,8 @@ class EgressMarker(wiring.Component):
                 s0_bad.eq((d_in.port >= cfg.ports) | (d_in.prio >= cfg.priorities)),
                 s0_draw.eq(lfsr_next[:D]),
                 s0_delta.eq(Mux(d_in.op == QueueOp.ENQUEUE, d_in.length, -d_in.length)),
-                s0_room.eq((buf_max - d_in.length).as_signed()),
-                s0_pool_room.eq((shared_buffer - d_in.length).as_signed()),
+                s0_room.eq(th_buf - d_in.length),
+                s0_pool_room.eq(th_pool - d_in.length),
                 s0_same0.eq(s0_valid & (s0_index == in_index)),
                 s0_f1.eq(sb_valid & (sb_index == in_index)),
                 s0_f2.eq(sc_valid & (sc_index == in_index)),
@@ -271,44 +311,77 @@ class EgressMarker(wiring.Component):
                 lfsr.eq(lfsr_next),
             ]
 
+        # Stage C: the queue's bytes before the descriptor just ahead.  The one two ahead is in
+        # stage 2 now, its new queue bytes a register (s2_q_after): a multiplexer of registers
+        # in front of the adders.  The limit checks are made on both words and selected after
+        # their carry chains: the multiplexer and its fan-out in front of them were the
+        # critical path (6.5 ns, 153-154 MHz for marker_1x1 and marker_8x8).
+        sc_q = Signal(W)
+        m.d.comb += sc_q.eq(Mux(sc_f1, s2_q_after, sc_q_old))
+
+        def check(f):                       # a limit check on both words, then selected
+            return Mux(sc_f1, f(s2_q_after), f(sc_q_old))
+        # Stage B: which checks can reject this descriptor, folded into the limits of stage C
+        # (an impossible limit, NEVER, for the others), and the length of the descriptor just
+        # ahead only if it is for this queue (sc holds it; same0 implies it is valid).
+        b_reject = ~sb_valid | sb_bad
+        b_enqueue = ~b_reject & (sb.op == QueueOp.ENQUEUE)
+        b_dequeue = ~b_reject & (sb.op == QueueOp.DEQUEUE)
+        b_not_ect_drop = b_enqueue & (ctrl.profile == Profile.LDCP.value) & (sb.ecn == Ecn.NOT_ECT)
+        same_delta = sb_same_delta
+
+        def clamp(v):                       # a signed limit as an unsigned one: below 0 is 0
+            return Mux(v.as_signed() < 0, 0, v.as_unsigned()[:LW])
+
         with m.If(advance):
             # ---- stage A -> B: the block RAM's output register takes the word (occ.r_data) ------
             m.d.sync += [
                 sb_valid.eq(s0_valid), sb.eq(s0), sb_index.eq(s0_index), sb_draw.eq(s0_draw),
                 sb_bad.eq(s0_bad), sb_delta.eq(s0_delta), sb_room.eq(s0_room),
-                sb_pool_room.eq(s0_pool_room), sb_same0.eq(s0_same0), sb_f1.eq(s0_f1),
+                sb_pool_room.eq(s0_pool_room), sb_f1.eq(s0_f1),
                 sb_f2.eq(s0_f2), sb_f3.eq(s0_f3), sb_f4.eq(s0_f4),
+                # (sb holds the one just ahead; chosen here, not in front of stage B's
+                # adders, where it was the critical path at 6.3-7.3 ns)
+                sb_same_delta.eq(Mux(s0_same0, sb_delta, 0)),
             ]
-            # ---- stage B -> C: the queue's bytes before the descriptor just ahead ------------
-            # Newest first: the one in stage 1 now (q_after, on this edge), then the ones in
-            # stages 2, 3 and 4 (registered); sc still holds the descriptor just ahead.
+            # ---- stage B -> C: the queue's bytes before the descriptor two ahead --------------
+            # Newest first: the ones in stages 2, 3 and 4 (registered), else the block RAM's
+            # word.  The one two ahead, in stage 1 now, is taken in stage C from its stage-2
+            # register (below): its new queue bytes straight from the admission into this
+            # register were the critical path (6.7-7.1 ns, 141-149 MHz).
             m.d.sync += [
                 sc_valid.eq(sb_valid), sc.eq(sb), sc_index.eq(sb_index), sc_draw.eq(sb_draw),
-                sc_bad.eq(sb_bad), sc_same0.eq(sb_same0),
-                sc_q.eq(Mux(sb_f1, q_after, Mux(sb_f2, s2_q_after, Mux(
-                    sb_f3, s3_q_after, Mux(sb_f4, s4_q_after, sb_mem))))),
+                sc_bad.eq(sb_bad), sc_f1.eq(sb_f1),
+                sc_q_old.eq(Mux(sb_f2, s2_q_after, Mux(sb_f3, s3_q_after,
+                                                       Mux(sb_f4, s4_q_after, sb_mem)))),
                 sc_delta.eq(sb_delta),
-                sc_delta_prev.eq(Mux(sc_valid, sc_delta, 0)),
-                sc_delta_sum.eq(sb_delta + sc_delta),
-                sc_room.eq(sb_room), sc_room_adj.eq(sb_room - sc_delta),
-                sc_pool_room.eq(sb_pool_room), sc_pool_room_adj.eq(sb_pool_room - sc_delta),
-                sc_under_adj.eq(sb.length - sc_delta),
-                sc_k_drop_adj.eq(k_drop - sc_delta),
+                sc_delta_prev.eq(same_delta),
+                sc_delta_sum.eq(sb_delta + same_delta),
+                # (a room of 0: always "full", which rejects a bubble or a bad queue)
+                sc_room.eq(Mux(b_reject, 0, Mux(b_enqueue, clamp(sb_room), NEVER))),
+                sc_room_adj.eq(Mux(b_reject, 0, Mux(b_enqueue, clamp(sb_room - same_delta),
+                                                    NEVER))),
+                sc_pool_room.eq(Mux(b_enqueue, clamp(sb_pool_room), NEVER)),
+                sc_pool_room_adj.eq(Mux(b_enqueue, clamp(sb_pool_room - sc_delta), NEVER)),
+                sc_k_drop.eq(Mux(b_not_ect_drop, th_k_drop, NEVER)),
+                sc_k_drop_adj.eq(Mux(b_not_ect_drop, clamp(th_k_drop - same_delta), NEVER)),
+                sc_under.eq(Mux(b_dequeue, sb.length, 0)),
+                sc_under_adj.eq(Mux(b_dequeue, clamp(sb.length - same_delta), 0)),
             ]
             # ---- stage C -> 1: every limit check for both outcomes of the one just ahead -----
             m.d.sync += [
                 s1_valid.eq(sc_valid), s1.eq(sc), s1_index.eq(sc_index), s1_draw.eq(sc_draw),
-                s1_bad.eq(sc_bad), s1_same0.eq(sc_same0), s1_delta.eq(sc_delta),
+                s1_bad.eq(sc_bad), s1_delta.eq(sc_delta),
                 s1_qa.eq(sc_q), s1_qb.eq((sc_q + sc_delta_prev)[:W]),
                 s1_qa_after.eq((sc_q + sc_delta)[:W]), s1_qb_after.eq((sc_q + sc_delta_sum)[:W]),
-                # q + length > buf_max  <=>  q > buf_max - length
-                s1_full_a.eq(sc_q > sc_room), s1_full_b.eq(sc_q > sc_room_adj),
+                s1_full_a.eq(check(lambda q: q >= sc_room)),
+                s1_full_b.eq(check(lambda q: q >= sc_room_adj)),
                 # the pool register does not yet hold the change of the one just ahead
-                s1_pool_a.eq(shared > sc_pool_room), s1_pool_b.eq(shared > sc_pool_room_adj),
-                s1_kd_a.eq(at_or_above(sc_q, k_drop)), s1_kd_b.eq(at_or_above(sc_q, sc_k_drop_adj)),
-                s1_under_a.eq(sc.length > sc_q), s1_under_b.eq(sc_under_adj > sc_q),
-                s1_not_ect_drop.eq((ctrl.profile == Profile.LDCP.value)
-                                   & (sc.ecn == Ecn.NOT_ECT)),
+                s1_pool_a.eq(shared >= sc_pool_room), s1_pool_b.eq(shared >= sc_pool_room_adj),
+                s1_kd_a.eq(check(lambda q: q >= sc_k_drop)),
+                s1_kd_b.eq(check(lambda q: q >= sc_k_drop_adj)),
+                s1_under_a.eq(check(lambda q: q < sc_under)),
+                s1_under_b.eq(check(lambda q: q < sc_under_adj)),
             ]
 
         # ---- stage 1 -> 2 -> 3: the queue's write-back, from registers -----------------------
@@ -322,13 +395,13 @@ class EgressMarker(wiring.Component):
                 s2_valid.eq(s1_valid),
                 s2.eq(s1),
                 s2_index.eq(s1_index), s2_bad.eq(s1_bad), s2_q_after.eq(q_after),
-                s2_admitted.eq(s1_valid & admitted),
+                s2_admitted.eq(admitted),
                 s3_q_after.eq(s2_q_after), s4_q_after.eq(s3_q_after),
                 s2_reason.eq(reason),
                 s2_qlen.eq(Mux(s1_bad, 0, Mux(is_enqueue | ~admitted, q, q_after))),
                 s2_eligible.eq(admitted & ect & (ctrl.sample_at == sample_point)),
             ]
-            with m.If(s1_valid & admitted):
+            with m.If(admitted):          # (a bubble is never admitted)
                 m.d.sync += shared.eq((shared + s1_delta)[:W])
         # The write-back is unconditional (an unchanged queue writes its own value), so the
         # write enable depends on the index only, not on the admission arithmetic.
@@ -348,8 +421,8 @@ class EgressMarker(wiring.Component):
                 s3_valid.eq(s2_valid), s3.eq(s2), s3_qlen.eq(s2_qlen),
                 s3_reason.eq(s2_reason), s3_eligible.eq(s2_eligible),
                 s3_excess.eq((s2_qlen - k_min)[:W]),
-                s3_above_max.eq(at_or_above(s2_qlen, k_max)),
-                s3_above_min.eq(at_or_above(s2_qlen, k_min)),
+                s3_above_max.eq(s2_qlen >= th_k_max),
+                s3_above_min.eq(s2_qlen >= th_k_min),
             ]
 
         # ---- stage 3 -> 4: the ramp products, MUL_STAGES register levels ---------------------
