@@ -69,9 +69,9 @@ class PacketTB(TBBase):
     async def settle(self, drivers, what):
         await self.wait_until(lambda: all(not d.queue for d in drivers)
                               and not self.packets.expected, 200_000, what)
-        # the last packet's tail and the counters: a private CNM is 17 cycles in the ToR after
-        # its last beat (checksum pipeline 8, classify, issue, lookup 6, hand-over:
-        # docs/l3qcn.md), so a miss is counted up to 17 cycles after the last beat was taken
+        # the last packet's tail and the counters: a private CNM is 19 cycles in the ToR after
+        # its last beat (checksum pipeline 8 + 1, classify, command register, lookup 6,
+        # hand-over: docs/l3qcn.md), so a miss is counted up to 19 cycles after the last beat
         await ClockCycles(self.dut.clk, 24)
 
     def counters(self, names):

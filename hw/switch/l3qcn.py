@@ -140,19 +140,29 @@ class PrivateCnmGen(wiring.Component):
         wait = Signal(range(levels + 1))
 
         idle = Signal()
-        load = held & (wait == 0) & idle
+        # ``done``: held and its checksums final (``wait`` reached 0), a register: the compare
+        # of ``wait`` in front of the handshake was on the critical path (9.4 ns)
+        done = Signal()
+        load = done & idle
         m.d.comb += idle.eq(shift_out(m, self.packet, cfg.data_bytes, cfg.packet_bytes, load,
                                       Cat(*self._bytes(bank, req, ip_cksum, udp_cksum)),
                                       cfg.packet_bytes, min_length=cfg.packet_bytes))
         # the next request is taken on the edge that loads this one's packet (none while a
         # register write waits: it goes in once the held request is loaded)
-        m.d.comb += self.request.ready.eq((~held | load) & ~self.csr_w.valid)
+        # ``req`` loads whenever it may take a request (``take``, from registers only), the
+        # request or not: the handshake then reaches only ``held`` and ``wait``.  (The
+        # handshake into the enables of the whole request register, through ``load``, was the
+        # critical path of ``l3qcn_cp_qcn``, 10.3 ns, 8.2 of it routing.)
+        take = ~held | load
+        m.d.comb += self.request.ready.eq(take & ~self.csr_w.valid)
         with m.If(held & (wait != 0)):
-            m.d.sync += wait.eq(wait - 1)
+            m.d.sync += [wait.eq(wait - 1), done.eq(wait == 1)]
         with m.If(load):
-            m.d.sync += held.eq(0)
+            m.d.sync += [held.eq(0), done.eq(0)]
+        with m.If(take):
+            m.d.sync += req.eq(self.request.payload)
         with m.If(self.request.valid & self.request.ready):
-            m.d.sync += [req.eq(self.request.payload), held.eq(1), wait.eq(levels)]
+            m.d.sync += [held.eq(1), wait.eq(levels), done.eq(0)]
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~held)
         return m
 
@@ -236,9 +246,11 @@ class L3qcnCp(wiring.Component):
     ----------------------
     One frame per clock except while a sample is in flight (the QCN CP's
     :meth:`QcnCp.sample_latency` bubbles, 18 at the defaults; then, mode ``roce``, the table
-    lookup (6 cycles), the result registered, the hand-over to the generator).  The path
+    lookup (6 cycles), the result registered, the hand-over to the generator; mode ``qcn``,
+    the request registered in a one-entry slot, then the generator).  The path
     back-pressures rather than drops: a CNP takes 18 cycles, a private CNM 10 at the
-    defaults (its checksums overlap the previous packet), while samples are at least
+    defaults (its checksums overlap the previous packet; the slot takes the next request
+    the cycle after the generator took this one), while samples are at least
     ``min(sample_lo)`` bytes (16102 B at the defaults, hundreds of frames) apart.
     """
 
@@ -325,16 +337,25 @@ class L3qcnCp(wiring.Component):
         if cfg.mode == "qcn":
             m.submodules.gen = gen = PrivateCnmGen(cfg.private)
             wiring.connect(m, wiring.flipped(self.packet), gen.packet)
-            r = gen.request.payload
-            m.d.comb += [
-                gen.request.valid.eq(congested),
-                dec.ready.eq(~dec.payload.cnm | gen.request.ready),
-                r.src_ip.eq(hdr.src_ip), r.dst_ip.eq(hdr.dst_ip), r.sport.eq(hdr.sport),
-                r.dport.eq(hdr.dport), r.protocol.eq(hdr.protocol),
-                r.qntz_fb.eq(dec.payload.qntz_fb), r.q_off.eq(dec.payload.q_off),
-                r.q_delta.eq(dec.payload.q_delta), r.enc_prio.eq(hdr.prio),
-                r.msdu_len.eq(hdr.ip_len), r.sample.eq(hdr.sample),
-            ]
+            # a congested decision's request is registered before the generator, with the
+            # headers it is about: the generator's ``request.ready`` reaches only the slot's
+            # valid bit (through the CP's decision handshake into ``frame.ready`` and the
+            # accept enables it was the critical path, 10.75 ns).  The slot takes a decision
+            # only when empty: one cycle more per private CNM, none between samples hundreds
+            # of frames apart.  (The generator's request port itself is the register.)
+            slot_valid, r = gen.request.valid, gen.request.payload
+            with m.If(gen.request.ready):
+                m.d.sync += slot_valid.eq(0)
+            m.d.comb += dec.ready.eq(~dec.payload.cnm | ~slot_valid)
+            with m.If(congested & ~slot_valid):
+                m.d.sync += [
+                    slot_valid.eq(1),
+                    r.src_ip.eq(hdr.src_ip), r.dst_ip.eq(hdr.dst_ip), r.sport.eq(hdr.sport),
+                    r.dport.eq(hdr.dport), r.protocol.eq(hdr.protocol),
+                    r.qntz_fb.eq(dec.payload.qntz_fb), r.q_off.eq(dec.payload.q_off),
+                    r.q_delta.eq(dec.payload.q_delta), r.enc_prio.eq(hdr.prio),
+                    r.msdu_len.eq(hdr.ip_len), r.sample.eq(hdr.sample),
+                ]
             _connect_generator_regs(m, gen, gen_w, self.csr_raddr, gen_base, gen_rdata)
             _count(m, self.notifications, gen.request.valid & gen.request.ready)
             bank.build(m, own_w, self.csr_raddr, own_rdata)
@@ -456,14 +477,18 @@ class L3qcnTor(wiring.Component):
     Latency and throughput
     ----------------------
     Packets are taken one beat per clock; after a packet's last beat the converter spends 2
-    cycles classifying a packet that is not for the private-CNM port.  For the others the
-    IPv4 and UDP checksums come from a free-running pipeline of two-input adders over the
-    captured bytes (one carry chain per stage: 8 levels for the 34 UDP words at the
-    defaults), then 1 cycle classifies, 1 issues the lookup, the table answers (6 cycles),
-    the result is registered and 1 cycle hands the CNM request on; ``packet.ready`` is low
-    meanwhile (17 cycles per private CNM at the defaults, 2 per other packet, plus any CNM
-    back-pressure).  (The one-cycle checksum of 34 words and the table's result straight into
-    the CNM generator's frame register limited the clock.)
+    cycles classifying a packet that is not for the private-CNM port (the first registers
+    the classification).  For the others the IPv4 and UDP checksums come from a
+    free-running pipeline of two-input adders over the captured bytes (one carry chain per
+    stage: 8 levels for the 34 UDP words at the defaults, then their compares with 0xFFFF
+    registered), then 1 cycle classifies, 1 chooses the lookup (into the command register in
+    front of the table), the table answers (6 cycles after it took the command), the result
+    is registered and 1 cycle hands the CNM request on; ``packet.ready`` is low meanwhile
+    (19 cycles per private CNM at the defaults, 2 per other packet, plus any CNM
+    back-pressure).  Learns and register commands also pass the command register (one
+    command per clock).  (The one-cycle checksum of 34 words, the table's result straight
+    into the CNM generator's frame register, the classification straight into the counters
+    and the command choice in front of the table's hash limited the clock.)
     """
 
     def __init__(self, config: L3qcnTorConfig):
@@ -522,19 +547,28 @@ class L3qcnTor(wiring.Component):
         pseudo = be_words(byte[12:20]) + [Const(17, 16), Const(pcfg.udp_length, 16)]
         ip_sum, ip_levels = _ones_sum_tree(m, be_words(byte[:20]), "ip")
         udp_sum, udp_levels = _ones_sum_tree(m, pseudo + be_words(byte[20:]), "udp")
-        sum_levels = max(ip_levels, udp_levels)
+        # the compares with 0xFFFF registered too (one more level): straight into the
+        # classification they were on its critical path
+        ip_ok, udp_ok = Signal(), Signal()
+        m.d.sync += [ip_ok.eq(ip_sum == 0xFFFF), udp_ok.eq(udp_sum == 0xFFFF)]
+        sum_levels = max(ip_levels, udp_levels) + 1
         sum_wait = Signal(range(sum_levels + 1))
 
         # ---- stage B: classification -------------------------------------------------------------
         # (the port, a run-time register, is taken with the packet's first beat: a write while a
         # packet is in the converter applies from the next one, and its classification in states
         # SUM and CLASSIFY cannot disagree)
+        # ``other`` and the header part of ``malformed`` are computed in state SUM (from the
+        # final bytes and length) and registered; state CLASSIFY uses only registers and the
+        # registered checksum compares.  (The classification straight from the captured
+        # bytes into the counters' enables and the release was the critical path, 10.0 ns.)
         port = Signal(16, init=pcfg.udp_port)
         other = ((length < 24) | (byte[0] != 0x45) | (byte[9] != 17) | (udp.dport != port))
-        malformed = ((length != CAP) | (ip.total_length != CAP) | (ip_sum != 0xFFFF)
-                     | ip.flags[0] | (ip.frag_offset != 0) | (udp.length != pcfg.udp_length)
-                     | ((udp.checksum != 0) & (udp_sum != 0xFFFF))
-                     | (pdu.version != PRIVATE_CNM_VERSION))
+        bad_header = ((length != CAP) | (ip.total_length != CAP)
+                      | ip.flags[0] | (ip.frag_offset != 0) | (udp.length != pcfg.udp_length)
+                      | (pdu.version != PRIVATE_CNM_VERSION))
+        other_q, bad_header_q, udp_ck_q = Signal(), Signal(), Signal()
+        malformed = bad_header_q | ~ip_ok | (udp_ck_q & ~udp_ok)
 
         flow = Signal(FIVE_TUPLE)
         m.d.comb += [flow.src_ip.eq(pdu.src_ip), flow.dst_ip.eq(pdu.dst_ip),
@@ -554,17 +588,22 @@ class L3qcnTor(wiring.Component):
         queued, inflight = Signal(), Signal()
         tbl_status, tbl_result = Signal(3), Signal(FLOW_ID_VALUE)
         reg_go = queued & ~issue & ~self.learn.valid
-        reg_key = data.View(FIVE_TUPLE, table.cmd.payload.key)
-        reg_value = data.View(FLOW_ID_VALUE, table.cmd.payload.value)
+        # The chosen command is registered in front of the table (the table's command port
+        # itself is the register, one cycle more per command): the choice of the command
+        # (state -> the key's multiplexer) and the table's hash of the key into its read
+        # address in one cycle were the critical path (9.9 ns, mostly routing).  ``take``:
+        # the register is free at the next edge.
+        nxt = Signal.like(table.cmd.payload, name="cmd_next")
+        take = ~table.cmd.valid | table.cmd.ready
+        reg_key = data.View(FIVE_TUPLE, nxt.key)
+        reg_value = data.View(FLOW_ID_VALUE, nxt.value)
         with m.If(issue):
-            m.d.comb += [table.cmd.payload.op.eq(HtOp.LOOKUP), table.cmd.payload.key.eq(flow),
-                         table.cmd.payload.tag.eq(1)]
+            m.d.comb += [nxt.op.eq(HtOp.LOOKUP), nxt.key.eq(flow), nxt.tag.eq(1)]
         with m.Elif(self.learn.valid):
-            m.d.comb += [table.cmd.payload.op.eq(HtOp.LEARN),
-                         table.cmd.payload.key.eq(learn.flow),
-                         table.cmd.payload.value.eq(learn.info)]
+            m.d.comb += [nxt.op.eq(HtOp.LEARN), nxt.key.eq(learn.flow),
+                         nxt.value.eq(learn.info)]
         with m.Else():
-            m.d.comb += [table.cmd.payload.op.eq(bank.field("TBL_CMD", "op")),
+            m.d.comb += [nxt.op.eq(bank.field("TBL_CMD", "op")),
                          reg_key.src_ip.eq(bank["TBL_SRC_IP"]),
                          reg_key.dst_ip.eq(bank["TBL_DST_IP"]),
                          reg_key.sport.eq(bank.field("TBL_PORTS", "sport")),
@@ -573,10 +612,13 @@ class L3qcnTor(wiring.Component):
                          reg_value.src_mac.eq(Cat(bank["TBL_MAC_LO"], bank["TBL_MAC_HI"])),
                          reg_value.rpid.eq(bank.field("TBL_FLOW", "rpid")),
                          reg_value.vid.eq(bank.field("TBL_FLOW", "vid")),
-                         table.cmd.payload.tag.eq(0b10)]
-        m.d.comb += [table.cmd.valid.eq(issue | self.learn.valid | reg_go),
-                     self.learn.ready.eq(table.cmd.ready & ~issue)]
-        with m.If(reg_go & table.cmd.ready):
+                         nxt.tag.eq(0b10)]
+        m.d.comb += self.learn.ready.eq(take & ~issue)
+        with m.If(table.cmd.ready):
+            m.d.sync += table.cmd.valid.eq(0)
+        with m.If(take & (issue | self.learn.valid | reg_go)):
+            m.d.sync += [table.cmd.valid.eq(1), table.cmd.payload.eq(nxt)]
+        with m.If(reg_go & take):
             m.d.sync += [queued.eq(0), inflight.eq(1)]
 
         # ---- the lookup's result, registered (state HAND): the CNM request -----------------------
@@ -618,22 +660,24 @@ class L3qcnTor(wiring.Component):
             with m.If(self.packet.valid & self.packet.ready & beat.last):
                 m.d.sync += [state.eq(TorState.SUM), sum_wait.eq(sum_levels - 1)]
         with m.Elif(state == TorState.SUM):
+            m.d.sync += [other_q.eq(other), bad_header_q.eq(bad_header),
+                         udp_ck_q.eq(udp.checksum != 0)]
             # packets not for the private-CNM port need no checksum: classified at once
             with m.If(other | (sum_wait == 0)):
                 m.d.sync += state.eq(TorState.CLASSIFY)
             with m.Else():
                 m.d.sync += sum_wait.eq(sum_wait - 1)
         with m.Elif(state == TorState.CLASSIFY):
-            _count(m, self.other, other)
-            _count(m, self.malformed, ~other & malformed)
-            with m.If(other | malformed):
+            _count(m, self.other, other_q)
+            _count(m, self.malformed, ~other_q & malformed)
+            with m.If(other_q | malformed):
                 m.d.comb += release.eq(1)
                 m.d.sync += state.eq(TorState.RECEIVE)
             with m.Else():
                 m.d.sync += state.eq(TorState.LOOKUP)
         with m.Elif(state == TorState.LOOKUP):
             m.d.comb += issue.eq(1)
-            with m.If(table.cmd.ready):
+            with m.If(take):
                 m.d.sync += state.eq(TorState.WAIT)
         with m.Elif(state == TorState.WAIT):
             with m.If(lookup_done):

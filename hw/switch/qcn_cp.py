@@ -43,7 +43,7 @@ class QcnCp(wiring.Component):
         ``Fb < 0``, with ``qntz_fb`` (1..63) and ``q_off``/``q_delta`` (64-byte units, int16).
     csr_w : In(stream(csr_write_layout)), csr_raddr : In(6), csr_rdata : Out(32)
         The register port (:meth:`QcnCpConfig.register_map`, the ID header).  A write waits
-        until no sample is in the pipeline (``csr_w.ready``, one cycle after the last one
+        until no sample is in the pipeline (``csr_w.ready``, from the cycle after the last one
         left), frames are held while a write waits, and it is applied at the edge that takes
         it: every sample sees one register set.
 
@@ -51,6 +51,10 @@ class QcnCp(wiring.Component):
     ----------------------
     A frame that is not sampled: its decision is registered on the edge that accepts it
     (latency 1) and the next frame can be taken on the following edge: one frame per clock.
+    ``frame.ready`` depends on registers only (and ``csr_w.valid``), not on
+    ``decision.ready``: behind the decision register a second one (skid) takes a decision
+    made while the register holds one not yet taken, and frames wait only while that one is
+    full.
     A sampled frame goes through :meth:`sample_latency` stages (``Q_off + w Q_delta`` in three
     adder levels; saturation at ``Fb_max`` with ``63 s`` beside it; ``63 |Fb| + Fb_max - 1``;
     the reciprocal multiply in a shift-and-add tree, one carry chain per stage; the shift by
@@ -95,7 +99,10 @@ class QcnCp(wiring.Component):
         W, D = cfg.occ_width, cfg.draw_bits
         FBW = cfg.fb_max_width
 
-        remaining = Signal(W, init=reg.first_interval)
+        # ``remaining - 1``, signed and one bit wider than a reload can reach (lo + span):
+        # ``length >= remaining`` is then the sign of ``rem_m1 - length``, the same subtraction
+        # that gives the next value, and a reload is never truncated (as in the model)
+        rem_m1 = Signal(signed(W + 2), init=cfg.sample_table[0] - 1)
         q_old = Signal(W)
         lfsr = Signal(cfg.lfsr.width, init=cfg.lfsr.seed)
 
@@ -125,34 +132,59 @@ class QcnCp(wiring.Component):
         m.d.sync += [fbm1.eq(reg.fb_max - 1), xmax.eq((reg.fb_max << QNTZ_BITS) - 1),
                      neg_mult.eq(-reg.qntz_mult)]
 
+        # ---- the decision: its register and a second one behind it (skid), so that
+        # ``frame.ready`` comes from registers only: with ``decision.ready`` in it, the route
+        # through ``frame.valid`` into the accept enables was the critical path (8.7 ns, 7 of
+        # it routing).  A decision made while the register holds one not taken goes to the
+        # skid register; no frame is taken while that one is full (a sample's decision, made
+        # with no frame taken, finds it empty: the frame that started it did).
         out = self.decision
-        out_free = ~out.valid | out.ready
-        with m.If(out.ready):
-            m.d.sync += out.valid.eq(0)
+        dec_layout = qcn_cp_decision_layout(cfg)
+        made = Signal()                    # a decision is made at this edge
+        made_p = Signal(dec_layout)        # its payload: zero but for a sample's last edge
+        skid_valid, skid = Signal(), Signal(dec_layout)
+        with m.If(~out.valid | out.ready):
+            m.d.sync += [out.valid.eq(skid_valid | made),
+                         out.payload.eq(Mux(skid_valid, skid.as_value(), made_p.as_value())),
+                         skid_valid.eq(0)]
+        with m.Elif(made):
+            m.d.sync += skid_valid.eq(1)
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(made_p)
         busy = Signal()
-        m.d.comb += self.frame.ready.eq(~busy & out_free & ~self.csr_w.valid)
+        m.d.comb += self.frame.ready.eq(~busy & ~skid_valid & ~self.csr_w.valid)
         accept = self.frame.valid & self.frame.ready
         f = self.frame.payload
 
         # ---- accept: the byte counter; a sampled frame starts the pipeline ----------------------
-        sampled = f.length >= remaining
+        # ``sampled`` (a carry chain from the counter) drives single flip-flops only (the valid
+        # bits): the wide registers load on every accepted frame whatever it is (a sample's
+        # counter value is replaced by the reload, its zero decision by the result) and
+        # ``Q_old`` follows stage 1.  ``sampled`` into the enables of the decision and the
+        # stage-1 registers was the critical path (6.6 ns on the Nexus).
+        diff = Signal(signed(W + 3))
+        m.d.comb += diff.eq(rem_m1 - f.length)
+        sampled = diff[-1]
         accept_sampled = accept & sampled
         s1_off = Signal(signed(W + 1))
         s1_delta = Signal(signed(W + 1))
-        stage("1")
+        s1_q = Signal(W)
+        v1 = stage("1")
+        # ``accept`` (through ``frame.valid``) reaches only the counter and single flip-flops:
+        # the stage-1 registers load whenever no sample is in flight (registered ``busy``:
+        # they hold from a sample's accepting edge to its end) and a frame not sampled has the
+        # all-zero payload (``made_p``).  Into the enables of 120 flip-flops across the block,
+        # the route was the critical path (8.5 ns, 6.8 of it routing).
+        with m.If(~busy):
+            m.d.sync += [
+                s1_off.eq(f.qlen - reg.q_eq),
+                s1_delta.eq(f.qlen - q_old),
+                s1_q.eq(f.qlen),
+            ]
         with m.If(accept):
-            with m.If(sampled):
-                m.d.sync += [
-                    s1_off.eq(f.qlen - reg.q_eq),
-                    s1_delta.eq(f.qlen - q_old),
-                    q_old.eq(f.qlen),
-                ]
-            with m.Else():
-                m.d.sync += [
-                    remaining.eq(remaining - f.length),
-                    out.valid.eq(1),
-                    out.payload.eq(0),
-                ]
+            m.d.sync += rem_m1.eq(diff[:len(rem_m1)])
+        with m.If(v1):
+            m.d.sync += q_old.eq(s1_q)
 
         # ---- s = Q_off + w Q_delta = -Fb: five terms (w has 4 bits), two per adder level --------
         SUM = signed(cfg.sum_width)
@@ -187,10 +219,16 @@ class QcnCp(wiring.Component):
         # ---- x = 63 min(s, Fb_max) + Fb_max - 1 (x = -1 only when Fb_max = 0) -------------------
         X = signed(FBW + QNTZ_BITS + 1)
         s6_x = Signal(X)
+        s6_neg = Signal()
         stage("6")
-        m.d.sync += s6_x.eq(Mux(s5_sat, xmax, (s5_s63 + fbm1)[:len(s6_x)].as_signed()))
-        x_neg = s6_x < 0
-        x_mag = Mux(x_neg, 0, s6_x)[:len(s6_x) - 1]
+        m.d.sync += [s6_x.eq(Mux(s5_sat, xmax, (s5_s63 + fbm1)[:len(s6_x)].as_signed())),
+                     s6_neg.eq(s5_sat & xmax[-1])]
+        # x < 0 matters only with s > 0, where it is the saturated x = -1 of Fb_max = 0 (a
+        # negative x of s <= 0 gives a product the ``s > 0`` gate discards): registered
+        # beside x, so x's sign bit does not gate every multiplier bit (x's sign through
+        # the first product level was the critical path of ``qcn_cp``, 6.5 ns)
+        x_neg = s6_neg
+        x_mag = s6_x[:len(s6_x) - 1]
         # ---- x M in a shift-and-add tree (x >= 0); -M when x = -1 -------------------------------
         prod, lat = pipelined_product(m, reg.qntz_mult, x_mag, fan_in=self.MUL_FAN_IN,
                                       name="qntz")
@@ -218,11 +256,14 @@ class QcnCp(wiring.Component):
             for i in range(8):
                 with m.Case(i):
                     m.d.sync += [lo.eq(reg.sample_lo[i]), span.eq(reg.sample_span[i])]
+        # lo - 1 beside the jitter product's first level (the counter holds remaining - 1)
+        lo_m1 = Signal(signed(W + 1))
+        m.d.sync += lo_m1.eq(lo - 1)
         jit, jlat = pipelined_product(m, span, delay(s_r, 1, "r"), fan_in=self.MUL_FAN_IN,
                                       name="jitter", drop_low=D)
         for k in range(jlat):
             stage(f"jit{k}")
-        lo_d = delay(lo, jlat, "lo")
+        lo_d = delay(lo_m1, jlat - 1, "lo")
         qntz_d = delay(s_qntz, 1 + jlat, "qntz")
         # stage 5's results, aligned with the last stage
         to_last = len(stages) - 5
@@ -231,28 +272,33 @@ class QcnCp(wiring.Component):
         delta16_o = delay(s5_delta16, to_last, "delta16_o")
         last = stages[-1]
         # ---- the jittered reload and the decision ------------------------------------------------
-        reload = lo_d + jit  # the product's bits from D up
+        reload = lo_d + jit  # the product's bits from D up, minus 1
         with m.If(last):
-            m.d.sync += [
-                remaining.eq(reload[:W]),
-                out.valid.eq(1),
-                out.payload.sampled.eq(1),
-                out.payload.cnm.eq(pos_o),
-                out.payload.qntz_fb.eq(qntz_d),
-                out.payload.q_off.eq(Mux(pos_o, off16_o, 0)),
-                out.payload.q_delta.eq(Mux(pos_o, delta16_o, 0)),
+            m.d.sync += rem_m1.eq(reload)
+            m.d.comb += [
+                made_p.sampled.eq(1),
+                made_p.cnm.eq(pos_o),
+                made_p.qntz_fb.eq(qntz_d),
+                made_p.q_off.eq(Mux(pos_o, off16_o, 0)),
+                made_p.q_delta.eq(Mux(pos_o, delta16_o, 0)),
             ]
+        m.d.comb += made.eq((accept & ~sampled) | last)
         assert len(stages) == self.sample_latency(cfg), (len(stages), self.sample_latency(cfg))
-        # "a sample in flight", registered: next cycle's stage bits are this cycle's shifted
-        # by one, so this equals the OR of the stage bits without it in front of
-        # ``frame.ready`` and the accept enables (7.3 ns as an OR of 18 bits)
-        m.d.sync += busy.eq(accept_sampled | Cat(*stages[:-1]).any())
-        # A write's "no sample in flight" is registered, one cycle behind: idle at the last edge
-        # and no sample started on it means idle now.  The OR of every stage's valid bit
-        # straight into the registers' write enables was the critical path (7.2 ns).
-        # (kept inverted: as ``idle`` itself it would be an alias of csr_w.ready, an unused
-        # wire in the Verilog)
+        # "a sample in flight": stage 1's valid bit or the registered OR of the others (next
+        # cycle's stage bits 2.. are this cycle's 1.. shifted by one), so ``sampled`` reaches
+        # only stage 1's valid bit (into a registered ``busy`` it was the critical path,
+        # 7.3 ns) and no wide OR sits in front of ``frame.ready`` and the enables (7.3 ns as
+        # an OR of 18 bits).
+        rest_q = Signal()
+        m.d.sync += rest_q.eq(Cat(*stages[:-1]).any())
+        m.d.comb += busy.eq(stages[0] | rest_q)
+        # A register write waits for "no sample in flight", registered (and conservative: no
+        # frame taken at the last edge, no stage but the last busy then): ``busy`` itself in
+        # front of the write strobes and the address decode into every register's enable was
+        # the critical path (6.8 ns).  Frames are held while a write waits, so it waits at
+        # most one cycle more than the sample.  (Kept inverted: as ``idle`` itself it would be
+        # an alias of csr_w.ready, an unused wire in the Verilog.)
         was_busy = Signal()
-        m.d.sync += was_busy.eq(busy | accept_sampled)
+        m.d.sync += was_busy.eq(accept | Cat(*stages[:-1]).any())
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~was_busy)
         return m
