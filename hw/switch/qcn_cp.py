@@ -217,18 +217,19 @@ class QcnCp(wiring.Component):
             s5_delta16.eq(_sat_i16(delta_units)),
         ]
         # ---- x = 63 min(s, Fb_max) + Fb_max - 1 (x = -1 only when Fb_max = 0) -------------------
-        X = signed(FBW + QNTZ_BITS + 1)
-        s6_x = Signal(X)
+        # (x's magnitude bits only: its sign is s6_neg)
+        XM = FBW + QNTZ_BITS
+        s6_x = Signal(XM)
         s6_neg = Signal()
         stage("6")
-        m.d.sync += [s6_x.eq(Mux(s5_sat, xmax, (s5_s63 + fbm1)[:len(s6_x)].as_signed())),
+        m.d.sync += [s6_x.eq(Mux(s5_sat, xmax, (s5_s63 + fbm1)[:XM + 1].as_signed())[:XM]),
                      s6_neg.eq(s5_sat & xmax[-1])]
         # x < 0 matters only with s > 0, where it is the saturated x = -1 of Fb_max = 0 (a
         # negative x of s <= 0 gives a product the ``s > 0`` gate discards): registered
         # beside x, so x's sign bit does not gate every multiplier bit (x's sign through
         # the first product level was the critical path of ``qcn_cp``, 6.5 ns)
         x_neg = s6_neg
-        x_mag = s6_x[:len(s6_x) - 1]
+        x_mag = s6_x
         # ---- x M in a shift-and-add tree (x >= 0); -M when x = -1 -------------------------------
         prod, lat = pipelined_product(m, reg.qntz_mult, x_mag, fan_in=self.MUL_FAN_IN,
                                       name="qntz")
