@@ -442,8 +442,9 @@ def test_qcn_cp_write_waits_for_a_sample_in_flight():
             assert ctx.get(dut.frame.ready) == 0
             waited += 1
             await ctx.tick()
-        # docs/qcn.md: 18 stages, and the write is taken one cycle after the sample left
-        assert waited == QcnCp.sample_latency(cfg) + 1 == 19
+        # docs/qcn.md: the frame taken in cycle 0 is in stage k in cycle k (1 ... 18); the
+        # write is taken in cycle 19, the first with no stage holding it: ready low 18 cycles
+        assert waited == QcnCp.sample_latency(cfg) == 18
         ctx.set(dut.frame.valid, 1)
         assert ctx.get(dut.frame.ready) == 0    # held while the write is offered
         await ctx.tick()

@@ -43,8 +43,8 @@ class QcnCp(wiring.Component):
         ``Fb < 0``, with ``qntz_fb`` (1..63) and ``q_off``/``q_delta`` (64-byte units, int16).
     csr_w : In(stream(csr_write_layout)), csr_raddr : In(6), csr_rdata : Out(32)
         The register port (:meth:`QcnCpConfig.register_map`, the ID header).  A write waits
-        until no sample is in the pipeline (``csr_w.ready``, from the cycle after the last one
-        left), frames are held while a write waits, and it is applied at the edge that takes
+        until no sample is in the pipeline (``csr_w.ready``, from the cycle after the sample's
+        last stage), frames are held while a write waits, and it is applied at the edge that takes
         it: every sample sees one register set.
 
     Latency and throughput
