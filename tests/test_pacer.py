@@ -831,3 +831,66 @@ def test_work_conserving_bytes():
     assert t0 + 50 < r1 < a1 < t0 + 70 and a1 < r2 < a1 + 30 - 8 and r0 < t0 + 50
     assert g == [t0, t0 + 50, a1, a1 + 30], [c - t0 for c in g]
     assert h.model.flows[F5].algo["last"] == 60
+
+
+# -- the update alone, at its corners -----------------------------------------------------------
+
+def test_update_corners_against_model():
+    """The packet-only update alone (one update per vector, combinational: ``run_rtl``) against
+    the model's, on states the engine reaches rarely: deadlines within a few cycles of ``t`` and
+    of ``t - burst`` (the burst cap's edge), fractions near 0 and all ones, intervals from
+    below a cycle up, a CN on a due flow (its candidate due, below the cap or not), backlogs
+    at 0, 1 and the maximum, pulls with ``wc``.  The short-loop update computes every sum and
+    compare in parallel and selects (docs/pacer.md "The update alone"); each select must be
+    the serial rule's value: 600 vectors (30000 with ``CC_LONG``)."""
+    from hw.nic.flow_datapath import EventKind as MK
+    from tests.datapath_harness import run_rtl
+    cfg = small()
+    dp = PacerDatapath(cfg)
+    model = PacerDatapathModel(dp)
+    rng = random.Random(SEED + 12)
+    print(f"seed {SEED + 12}")
+    W, NW = cfg.engine.time_width, cfg.next_width
+    bl_max, iv_max = (1 << cfg.backlog_width) - 1, (1 << cfg.ival_width) - 1
+
+    def frac():
+        return rng.choice([0, 1, (1 << F) - 1, (1 << F) - 2, rng.randrange(1 << F)])
+
+    def ival():
+        return rng.choice([rng.randrange(1 << F), q(1) + frac(), q(rng.randint(1, 9)) + frac(),
+                           rng.randrange(iv_max + 1), iv_max])
+
+    vectors = []
+    for _ in range(30000 if CC_LONG else 600):
+        t = rng.randrange(1 << W)
+        burst = rng.choice([0, 1, 2, 5, rng.randrange(1 << cfg.burst_width)])
+        base = rng.choice([t, t - burst, t + 1, t - 1, rng.randrange(1 << W)])
+        nxt = (((base + rng.randint(-3, 3)) % (1 << W)) << F | frac()) & ((1 << NW) - 1)
+        state = {"grants": rng.choice([0, 1, (1 << cfg.grant_width) - 1]),
+                 "backlog": rng.choice([0, 1, 2, bl_max, bl_max - 1, rng.randrange(bl_max)]),
+                 "armed": rng.randrange(2), "next": nxt, "ival": ival()}
+        regs = {"ival_init": 0, "burst": burst, "wc": rng.randrange(2)}
+        kind = rng.choice([MK.TX, MK.TX, MK.CN, MK.CN, MK.TIMER])
+        payload = None
+        if kind == MK.TX:
+            payload = rng.choice([0, 1, 2, (1 << COUNT_BITS) - 1, rng.randrange(1 << COUNT_BITS)])
+        elif kind == MK.CN:
+            payload = ival()
+        if rng.random() < 0.1:
+            # a due flow with one packet and a whole-cycle interval whose next deadline after
+            # the grant is exactly t (fraction all ones), enqueueing: re-armed at t or not
+            k = rng.randint(1, 3)
+            state.update(armed=1, backlog=1, ival=q(k), next=((t - k) % (1 << W)) << F | 0xFFFF)
+            regs["burst"] = rng.choice([0, 1, 1000])
+            kind, payload = MK.TX, rng.randint(1, 3)
+        vectors.append((regs, state, kind, payload, t))
+    got = run_rtl(dp, vectors)
+    grants = 0
+    for (regs, state, kind, payload, t), (nxt, wake, expired, late, _) in \
+            zip(vectors, got, strict=True):
+        want = model.update(regs, state, kind, payload, t)
+        assert (nxt, wake, expired, late) == \
+            (want.next_state, want.wake, want.expired, want.late if want.expired else 0), \
+            (regs, state, kind, payload, t)
+        grants += expired
+    assert grants > len(vectors) // 5           # the grant paths were exercised

@@ -54,6 +54,7 @@ from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib import data
 
 from ..lib.arith import named_wire
+from ..lib.csa import compress, fit
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
 from .pacer_config import PacerConfig
 
@@ -122,9 +123,18 @@ class PacerDatapath(FlowDatapath):
 
     def pre(self, m, *, kind, tx_bytes, cn, t, regs) -> dict:
         # t as a biased deadline: t + 1 - 2**-F (fraction all ones); t - burst, the earliest
-        # deadline a grant keeps (registers do not change while an event is in flight)
+        # deadline a grant keeps (registers do not change while an event is in flight); and
+        # the constant operands of the update's three-operand compares (see _update): tb + 2
+        # (tb - x - y = tb + 2 + ~x + ~y) and -(t - burst) in the integer part, and whether
+        # t - burst is after t (a cap to it is not due)
         F, W = self.frac_bits, self.time_width
-        return {"tb": Cat(Const((1 << F) - 1, F), t), "tmb": (t - regs.burst)[:W]}
+        NW = self.config.next_width
+        tmb = (t - regs.burst)[:W]
+        tb = Cat(Const((1 << F) - 1, F), t)
+        out = {"tb": tb, "tmb": tmb, "tb2": (tb + 2)[:NW], "tmb_future": ~time_le(tmb, t, W)}
+        if self.config.byte_mode:
+            out["ntmb"] = Cat(Const(0, F), (-tmb)[:W])
+        return out
 
     def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre, valid=None) -> DatapathOut:
         cfg = self.config
@@ -162,7 +172,16 @@ class PacerDatapath(FlowDatapath):
 
     def _update(self, m, state, kind, tx_bytes, cn, t, regs, pre, prod) -> DatapathOut:
         """The update (one cycle); ``prod`` the byte mode's registered product (None in a
-        packet-only build)."""
+        packet-only build).
+
+        Written for a short loop: every sum the update may need is made from the stored state
+        and the event in parallel (``next + ival``, ``next + new``, ``next + diff`` and the same
+        with the burst cap's deadline ``{next[:F], t - burst}``), and every compare with ``t``
+        or ``t - burst`` of a sum is a three-operand sum (``tb - x - y``, ``x + y - (t -
+        burst)``) reduced by 3:2 compressors (a LUT level or two) to ONE carry chain, not the
+        sum's chain followed by the compare's; the rules below then only select (a mux tree
+        on one-bit flags).  Exactly the results of the serial form (the rules as stated in
+        the module docstring): a select stands for each serial step's value."""
         W, F = self.time_width, self.frac_bits
         cfg = self.config
         NW = cfg.next_width
@@ -172,47 +191,113 @@ class PacerDatapath(FlowDatapath):
         # here, and the multiplier and its candidate are not built at all (below)
         s_bytes = s.bytes if B else Const(0, 1)
         s_wait = s.wait if B else Const(0, 1)
-        tb, tmb = pre["tb"], pre["tmb"]
+        tb, tmb, tb2 = pre["tb"], pre["tmb"], pre["tb2"]
         bl_max = (1 << cfg.backlog_width) - 1
 
-        def capped(nxt, name):
-            # the burst cap: a grant's deadline is at least t - burst, its fraction (the
-            # grid's sub-cycle phase) kept.  Only used for a due flow, whose lateness
-            # t - nxt[F:] is in [0, 2**(W-1)), like burst: so the sign of nxt[F:] - (t - burst)
-            # = burst - lateness is exact
-            low = ~time_le(tmb, nxt[F:], W)
-            return named_wire(m, name, Mux(low, Cat(nxt[:F], tmb), nxt), width=NW)
+        def wire(name, expr):
+            # (a plain value, not a named wire: Yosys merges the many sums' nets and would
+            # leave such names unused in the Verilog; ``name`` documents the value only)
+            return Value.cast(expr)[:NW]
+
+        def add3(name, *rows):
+            # a sum of three or four rows: 3:2 compressor levels (one LUT level each), then
+            # one carry chain
+            r0, r1 = compress(list(rows), NW)
+            return wire(name, r0 + r1)
+
+        def vs_t(name, x, y):
+            # tb - x - y = tb + 2 + ~x + ~y (mod 2**NW): tb's fraction is all ones, so no
+            # borrow leaves the fraction and its integer part is t - (x + y)[F:] (mod 2**W)
+            # exactly: its top bit is "x + y is after t", the integer part the lateness
+            return add3(name, tb2, ~fit(x, NW), ~fit(y, NW))
+
+        def below_cap(name, x, y):
+            # (x + y)[F:] before t - burst: the sign of (x + y)[F:] - (t - burst), the top bit
+            # of x + y + {0, -(t - burst)} (the subtrahend's fraction is 0: exact)
+            return named_wire(m, name, add3(name + "_s", x, y, pre["ntmb"])[NW - 1])
+
+        N = s.next
+        ival = fit(s.ival, NW)
+        new = fit(cn.ival, NW)
+        # the burst cap's deadline: the grid's sub-cycle phase kept, the integer part t - burst
+        T = wire("pc_capn", Cat(N[:F], tmb))
 
         # 1. the due timer, as of its deadline (a byte-mode flow waiting for the size of its
         # last packet has no deadline yet)
-        due = named_wire(m, "pc_due", s.armed & ~s_wait & time_le(s.next[F:], t, W))
+        due_t = named_wire(m, "pc_due_t", time_le(N[F:], t, W))
+        due = named_wire(m, "pc_due", s.armed & ~s_wait & due_t)
         has = s.backlog != 0
         g1 = named_wire(m, "pc_g1", due & has)
-        bl1 = named_wire(m, "pc_bl1", s.backlog - g1, width=cfg.backlog_width)
+        # the backlog: its sums with the event's count for both outcomes of step 1 (no grant,
+        # a grant: one less) in parallel with the due compare, then selected by g1 (a grant in
+        # step 1 implies backlog >= 1; a grant in step 3 or 4 implies none in step 1)
+        BW = cfg.backlog_width
+        bl_dec = _trunc(s.backlog - 1, width=BW)
+        bl1_nz = named_wire(m, "pc_bl1_nz", Mux(g1, s.backlog != 1, has))
         armed1 = named_wire(m, "pc_armed1", s.armed & ~(due & ~has))
-        base1 = capped(s.next, "pc_base1")
+        # the burst cap (a grant's deadline is at least t - burst, its fraction kept); only
+        # used for a due flow, whose lateness t - next[F:] is in [0, 2**(W-1)), like burst: so
+        # the sign of next[F:] - (t - burst) = burst - lateness is exact
+        low1 = named_wire(m, "pc_low1", ~time_le(tmb, N[F:], W))
+        base1 = wire("pc_base1", Mux(low1, T, N))
+        # the four sums of a deadline and an interval, in parallel (NC, TC: a grant then a CN,
+        # base1 + ival + (new - ival) = base1 + new)
+        NI, TI = wire("pc_ni", N + ival), wire("pc_ti", T + ival)
+        NC, TC = wire("pc_nc", N + new), wire("pc_tc", T + new)
         # packet mode: the next deadline now; byte mode: charged when the size is reported
-        next1 = named_wire(m, "pc_next1",
-                           Mux(g1, Mux(s_bytes, base1, (base1 + s.ival)[:NW]), s.next),
-                           width=NW)
+        next1 = wire("pc_next1", Mux(g1, Mux(s_bytes, base1, Mux(low1, TI, NI)), N))
         wait1 = named_wire(m, "pc_wait1", s_wait | (g1 & s_bytes))
+        # next1 after t: each alternative's compare, selected (T's integer part is t - burst)
+        f_ni = vs_t("pc_t_ni", N, ival)[NW - 1]
+        f_ti = vs_t("pc_t_ti", T, ival)[NW - 1]
+        future1 = named_wire(m, "pc_future1",
+                             Mux(g1, Mux(s_bytes, Mux(low1, pre["tmb_future"], ~due_t),
+                                         Mux(low1, f_ti, f_ni)),
+                                 ~due_t))
 
         # 2. the event
         is_tx = kind == EventKind.TX
         is_cn = kind == EventKind.CN
         n = tx_bytes[:cfg.count_width]
-        total = bl1 + n
-        bl2 = named_wire(m, "pc_bl2", Mux(is_tx, Mux(total > bl_max, bl_max, total), bl1),
-                         width=cfg.backlog_width)
-        future1 = ~time_le(next1[F:], t, W)
+        # (tot1, backlog + n - 1, is used where backlog >= 1, or where backlog + n >= 1 below)
+        TW = max(BW, cfg.count_width) + 1
+        tot0 = named_wire(m, "pc_tot0", s.backlog + n, width=TW)
+        # (backlog + n + all ones: one LUT level of 3:2 compressors and one chain, not two;
+        # the saturation compare "> bl_max" is a test of the bits above the backlog's)
+        t1r = compress([fit(s.backlog, TW), fit(n, TW), Const((1 << TW) - 1, TW)], TW)
+        tot1 = _trunc(t1r[0] + t1r[1], width=TW)
+        over0, over1 = tot0[BW:].any(), tot1[BW:].any()
+        bl2_0 = _trunc(Mux(is_tx, Mux(over0, bl_max, tot0), s.backlog),
+                           width=BW)
+        bl2_1 = _trunc(Mux(is_tx, Mux(over1, bl_max, tot1), bl_dec),
+                           width=BW)
+        bl2_nz = named_wire(m, "pc_bl2_nz", Mux(g1, Mux(is_tx, tot1 != 0, s.backlog != 1),
+                                                Mux(is_tx, tot0 != 0, has)))
+        # bl2 - 1 without a grant in step 1 (bl2 >= 1 where used: a grant in step 3 or 4)
+        bl2_0d = _trunc(Mux(is_tx, Mux(over0, bl_max - 1, tot1), bl_dec), width=BW)
         # (a flow waiting for a size report keeps its pending charge: not re-armed; a flow
         # with a backlog but not armed, which only a register write makes, is armed like an
         # idle one: ~armed1 is early, the OR is off the bl1 carry path)
-        arm = named_wire(m, "pc_arm", is_tx & ((bl1 == 0) | ~armed1) & (n != 0) & ~wait1)
+        arm = named_wire(m, "pc_arm", is_tx & (~bl1_nz | ~armed1) & (n != 0) & ~wait1)
         # (new - old is signed: the assignment to an NW-bit wire sign-extends it)
-        diff = named_wire(m, "pc_diff", cn.ival - s.ival, width=NW)
-        cand_p = named_wire(m, "pc_cand_p", (next1 + diff)[:NW], width=NW)
-        future_p = ~time_le(cand_p[F:], t, W)
+        # the CN's candidate next1 + diff: without a grant next + diff, after a packet-mode
+        # grant base1 + new
+        # (diff = new - ival mod 2**NW is never made on its own, its carry chain would come
+        # before the sum's: next + diff = next + new + ~ival + 1 and tb - next - diff = tb + 2 +
+        # ~next + ~new + ival, four rows each)
+        NOT_I = ~ival
+        ND = add3("pc_nd", N, new, NOT_I, Const(1, NW))
+        t_nd = add3("pc_t_nd", tb2, ~N, ~new, ival)
+        cand_p = wire("pc_cand_p", Mux(g1, Mux(low1, TC, NC), ND))
+        future_p = Mux(g1, Mux(low1, vs_t("pc_t_tc", T, new)[NW - 1],
+                               vs_t("pc_t_nc", N, new)[NW - 1]),
+                       t_nd[NW - 1])
+        # (where step 3 grants the candidate (it is due: step 1 did not grant, next1 = next)
+        # it is a byte-mode report's: a due CN candidate is replaced by tb; so the cap
+        # compare of the candidate exists in a byte-mode build only, and the lateness here is
+        # that of the event's change only where the flow is not granted)
+        low_c = Const(0, 1)
+        late_c = t_nd[F:]
         if B:
             size = tx_bytes[cfg.count_width:cfg.tx_width]
             # a size report for the last grant of a byte-mode flow (step 1 did not grant: the
@@ -223,10 +308,13 @@ class PacerDatapath(FlowDatapath):
             # and the CN does not move it), so next1 = s.next: the product is added to the
             # stored deadline, not behind step 1's adder; both candidates and their compares
             # in parallel
-            cand_b = named_wire(m, "pc_cand_b", (s.next + prod)[:NW], width=NW)
-            cand = named_wire(m, "pc_cand", Mux(s.bytes, cand_b, cand_p), width=NW)
+            cand_b = wire("pc_cand_b", N + prod)
+            t_nb = vs_t("pc_t_nb", N, prod)
+            cand = wire("pc_cand", Mux(s.bytes, cand_b, cand_p))
             cand_future = named_wire(m, "pc_cand_future",
-                                     Mux(s.bytes, ~time_le(cand_b[F:], t, W), future_p))
+                                     Mux(s.bytes, t_nb[NW - 1], future_p))
+            low_c = below_cap("pc_low_nb", N, prod)
+            late_c = Mux(s.bytes, t_nb[F:], late_c)
         else:
             report = Const(0, 1)
             cand, cand_future = cand_p, future_p
@@ -235,10 +323,10 @@ class PacerDatapath(FlowDatapath):
         # on each candidate in parallel and selected, not on next2 after its select (tb is due
         # and never capped: its lateness is 0)
         sel_cand = named_wire(m, "pc_sel_cand",
-                              (report & (cand_future | (bl1 != 0))) | (resched & cand_future))
+                              (report & (cand_future | bl1_nz)) | (resched & cand_future))
         sel_tb = named_wire(m, "pc_sel_tb",
                             (arm & ~(armed1 & future1)) | ((report | resched) & ~sel_cand))
-        next2 = named_wire(m, "pc_next2", Mux(sel_tb, tb, Mux(sel_cand, cand, next1)), width=NW)
+        next2 = wire("pc_next2", Mux(sel_tb, tb, Mux(sel_cand, cand, next1)))
         armed2 = named_wire(m, "pc_armed2", armed1 | arm)
         wait2 = named_wire(m, "pc_wait2", wait1 & ~report)
         ival2 = named_wire(m, "pc_ival2", Mux(is_cn, cn.ival, s.ival), width=cfg.ival_width)
@@ -252,29 +340,33 @@ class PacerDatapath(FlowDatapath):
         # next2 = next1 here (a pull neither arms, nor reports, nor is a CN).
         size_nz = (tx_bytes[cfg.count_width:cfg.tx_width] != 0) if B else Const(0, 1)
         pull = named_wire(m, "pc_pull", is_tx & (n == 0) & ~size_nz & regs.wc)
-        early = named_wire(m, "pc_early", pull & ~g1 & armed1 & ~wait1 & (bl1 != 0) & future1)
+        early = named_wire(m, "pc_early", pull & ~g1 & armed1 & ~wait1 & bl1_nz & future1)
         # (tb + ival in parallel with the rest: tb is a register, ival the stored one)
-        next_e = named_wire(m, "pc_next_e", Mux(s_bytes, tb, (tb + s.ival)[:NW]), width=NW)
+        next_e = wire("pc_next_e", Mux(s_bytes, tb, tb + ival))
 
         # 3. a grant caused by the event itself (a late report keeps the grid: lateness, made
         # up under the burst cap, unless the flow had nothing waiting: then no credit, as
         # after idle)
         due2 = Mux(sel_tb, 1, Mux(sel_cand, ~cand_future, ~future1))
-        g2 = named_wire(m, "pc_g2", ~g1 & armed2 & ~wait2 & (bl2 != 0) & due2)
+        g2 = named_wire(m, "pc_g2", ~g1 & armed2 & ~wait2 & bl2_nz & due2)
         g23 = named_wire(m, "pc_g23", g2 | early)
         grant = named_wire(m, "pc_grant", g1 | g23)
         gmax = (1 << cfg.grant_width) - 1
-        low2 = Mux(sel_tb, 0, Mux(sel_cand, ~time_le(tmb, cand[F:], W),
-                                  ~time_le(tmb, next1[F:], W)))
-        base2 = named_wire(m, "pc_base2", Mux(low2, Cat(next2[:F], tmb), next2), width=NW)
+        # g2 implies no grant in 1, so next1 = next; and no candidate in packet mode (a
+        # candidate is selected only if it is not due, or for a byte-mode report): base2 +
+        # ival2 is tb + ival2 or next1's capped base plus ival2, one of the four sums above
+        low2 = Mux(sel_tb, 0, Mux(sel_cand, low_c, low1))
+        base2 = wire("pc_base2", Mux(low2, Cat(next2[:F], tmb), next2))
+        tb_i = wire("pc_tb_i", tb + ival2)
+        charged2 = wire("pc_charged2",
+                        Mux(sel_tb, tb_i, Mux(is_cn, Mux(low1, TC, NC), Mux(low1, TI, NI))))
 
         nxt = Signal(self.state_layout, name="pc_state")
         m.d.comb += [
             nxt.grants.eq(Mux(grant, Mux(s.grants == gmax, 1, s.grants + 1), s.grants)),
-            nxt.backlog.eq(bl2 - g23),
+            nxt.backlog.eq(Mux(g1, bl2_1, Mux(g23, bl2_0d, bl2_0))),
             nxt.armed.eq(armed2),
-            nxt.next.eq(Mux(early, next_e,
-                            Mux(g2, Mux(s_bytes, base2, (base2 + ival2)[:NW]), next2))),
+            nxt.next.eq(Mux(early, next_e, Mux(g2, Mux(s_bytes, base2, charged2), next2))),
             nxt.ival.eq(ival2),
         ]
         if B:
@@ -284,10 +376,17 @@ class PacerDatapath(FlowDatapath):
                 nxt.last.eq(Mux(report, size, s.last)),
             ]
         nxt_wait = wait2 | (g23 & s_bytes)
-        # (an early grant is 0 late: it is not behind its schedule)
-        late = Mux(g1, (t - s.next[F:])[:W], Mux(early, 0, (t - next2[F:])[:W]))
+        # (an early grant is 0 late: it is not behind its schedule; t - next2[F:] selected
+        # like next2: 0 for tb, the candidate's from its compare, else t - next[F:])
+        late_n = (t - N[F:])[:W]
+        late = Mux(g1, late_n, Mux(early | sel_tb, 0, Mux(sel_cand, late_c, late_n)))
         return DatapathOut(next_state=nxt, wake_valid=nxt.armed & ~nxt_wait, wake=nxt.next[F:],
                            expired=grant, late=late)
+
+
+def _trunc(expr, width: int) -> Value:
+    """``expr`` truncated to ``width`` bits (a plain value: see ``_update``'s ``wire``)."""
+    return Value.cast(expr)[:width]
 
 
 def pacer_engine(config: PacerConfig | None = None):
