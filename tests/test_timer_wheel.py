@@ -362,17 +362,22 @@ def test_search_within_group_and_to_next_group_word_boundary():
     assert [p[0] for p in want if p[2] == 1] == list(range(76, 80)) + list(range(112, 132))
 
 
-@pytest.mark.parametrize("cfg", [CFG, CFG_L5, CFG_L6], ids=["L4", "L5", "L6"])
-def test_search_sees_the_last_decision(cfg):
+@pytest.mark.parametrize("cfg,group_words,sh", [(CFG, None, 0), (CFG_L5, None, 0),
+                                                (CFG_L6, None, 0), (CFG, 8, 16)],
+                         ids=["L4", "L5", "L6", "L4-K8"])
+def test_search_sees_the_last_decision(cfg, group_words, sh):
     """The summary flags take a decision a cycle after it; the search must still see it.
     CFG (16-slot words): word 7 (times 112..127) full, words 8, 9, 10 full but their last
     slots (143, 159, 175); then those three slots are inserted on three consecutive cycles and
     on the next an entry X with deadline 117 (its word full): words 8, 9, 10 fill by the
     decisions just before X's, so X must land at 176 (the first free slot after 117, word
     11).  A search that missed the decision of the cycle before it would offer the three
-    just-filled words as X's candidates (or two of them at insert latency 4) and drop X."""
-    last = {143, 159, 175}
-    fill = [t for t in range(112, 176) if t not in last]
+    just-filled words as X's candidates (or two of them at insert latency 4) and drop X.
+    L4-K8: every time 16 later (words 8 ... 11, X at 133 lands at 192) with 8 words per
+    group, so the just-filled words are in X's own group, whose flags the insert stage
+    registered a cycle early (before the last decision): it must enter them there too."""
+    last = {143 + sh, 159 + sh, 175 + sh}
+    fill = [t for t in range(112 + sh, 176 + sh) if t not in last]
     plan = {}
     for i, dl in enumerate(fill):
         cyc = 10 + i
@@ -380,10 +385,10 @@ def test_search_sees_the_last_decision(cfg):
         plan[cyc] = (dl % 16, 0, dl)
     for j, dl in enumerate(sorted(last)):
         plan[71 + j] = (j, 1, dl)
-    plan[74] = (9, 3, 117)
-    r = Run(cfg, 200, _schedule(plan)).run()
+    plan[74] = (9, 3, 117 + sh)
+    r = Run(cfg, 200 + sh, _schedule(plan), group_words=group_words).run()
     x = [p for p in r.pops if p[1:3] == (9, 3)]
-    assert x == [(176, 9, 3, 176)], x
+    assert x == [(176 + sh, 9, 3, 176 + sh)], x
     assert len(r.pops) == 65
 
 
@@ -412,7 +417,8 @@ def test_leave_clears_the_word_of_the_decision_before(cfg):
     assert r.pops == [(15, 5, 1, 15)], r.pops
 
 
-def test_search_right_after_a_leave_sees_the_word_free():
+@pytest.mark.parametrize("group_words", [None, 8])
+def test_search_right_after_a_leave_sees_the_word_free(group_words):
     """CFG4 (4-slot words, 64 slots): the consumer stalls for 70 cycles while 64 late
     entries arrive (one per cycle from cycle 0, deadline ``now``); the first pops (slot 4)
     before the stall holds the output, the other 63 fill every other slot of the window.
@@ -423,10 +429,14 @@ def test_search_right_after_a_leave_sees_the_word_free():
     76, 80, 84) are searched in the next cycle, the first in which the left word's flags are
     clear (the group lists are encoded a cycle ahead: the leave's clear enters them as the
     last multiplexer): a search that missed it has no candidate in the room and drops the
-    entry."""
+    entry.  With 8 words per group (two groups) the targets of those entries (words 4, 5, 6:
+    times 80, 84, 88) are in the left word's own group, so the left word is found by the
+    search of the target's group, whose flags the insert stage registered a cycle early
+    (before the leave): the leave's clear must enter them there too."""
     plan = {c: (1, 0, c) for c in range(64)}
     plan.update({72 + i: (2, 1, 72 + i) for i in range(16)})
-    r = Run(CFG4, 180, _schedule(plan), ready=lambda cyc: cyc >= 70).run()
+    r = Run(CFG4, 180, _schedule(plan), ready=lambda cyc: cyc >= 70,
+            group_words=group_words).run()
     assert [p[3] for p in r.pops if p[1] == 2] == list(range(4, 20)), r.pops
     assert len(r.pops) == 80
 

@@ -43,7 +43,9 @@ Structure
   second-level bits; the j-th of them contributes its first NC - j non-full words: a G:1
   multiplexer of the groups' lists, each group's first NC + 1 non-full words encoded a cycle
   ahead into registers, less the word the last decision filled), then the words at or
-  below w0 in g0; the first NC of that sequence are the candidates.  NC is one more than the
+  below w0 in g0; the first NC of that sequence are the candidates.  g0's own flags are
+  registered by the insert stage (the target is known there) and corrected by the cursor's
+  leave of that cycle and the last decision, as the lists are.  NC is one more than the
   decisions that can fill a candidate between the search and the decision (one at L = 4,
   two at L = 5): the decision takes the first candidate that is still non-full.  Updates
   are one-hot writes into at most two group registers per cycle (the cursor's leave and the
@@ -437,12 +439,14 @@ class TimerWheel(wiring.Component):
         t0_rel = Signal(W, name="")
         park_rel = Signal(W, name="")
         m.d.comb += [t0_rel.eq(t0 - wbt), park_rel.eq(park - wbt)]
+        pick_t0 = Signal(name="")
+        m.d.comb += pick_t0.eq(t0_rel <= park_rel)
         m.d.comb += self.ins.ready.eq(1)
         m.d.sync += [
             s1_valid.eq(self.ins.valid),
             s1_flow.eq(self.ins.payload.flow),
             s1_gen.eq(self.ins.payload.gen),
-            s1_target.eq(Mux(t0_rel <= park_rel, t0, park)),
+            s1_target.eq(Mux(pick_t0, t0, park)),
         ]
 
         # -- search stage: target word, next NC non-full words, room -----------------------
@@ -459,8 +463,27 @@ class TimerWheel(wiring.Component):
         fw_arr = Array(fullw_s)
         if G > 1:
             g0 = w0[lk:]
+            # the target's group's flags, registered by the insert stage (s1_fg: the
+            # search's view of them a cycle early, the group multiplexers of both target
+            # choices in parallel with their compare), then corrected as the group lists
+            # are: the cursor's leave of that cycle clears its word (registered one-hot,
+            # s1_clr, and its group), the last decision (a_*) sets its word if it filled
+            # it.  That is this cycle's fullw_s[g0] exactly: fullw took the leave's clear
+            # and the decision before last at the edge, the last decision is ORed in.
+            s1_fg = Signal(K, name="s1_fg")
+            s1_clr = Signal(K, name="s1_clr")
+            s1_cg = Signal(G.bit_length() - 1, name="s1_cg")
+            fg_t0 = Signal(K, name="")
+            fg_pk = Signal(K, name="")
+            m.d.comb += [fg_t0.eq(fw_arr[t0[ws + lk:sb]]), fg_pk.eq(fw_arr[park[ws + lk:sb]])]
+            m.d.sync += [s1_fg.eq(Mux(pick_t0, fg_t0, fg_pk)),
+                         s1_clr.eq(Mux(leave, Const(1, K) << cw[:lk], 0)),
+                         s1_cg.eq(cw[lk:])]
+            fg_clr = Signal(name="")
+            fg_set = Signal(name="")
+            m.d.comb += [fg_clr.eq(s1_cg == g0), fg_set.eq(a_full & (a_word[lk:] == g0))]
             nf0 = Signal(K)
-            m.d.comb += nf0.eq(~fw_arr[g0])
+            m.d.comb += nf0.eq(~((s1_fg & ~Mux(fg_clr, s1_clr, 0)) | Mux(fg_set, a_lo, 0)))
         else:
             g0 = Const(0, 0)
             nf0 = ~fullw_s[0]
