@@ -43,16 +43,19 @@ def run_length(default: int, long: int, env: str | None = None) -> str:
     return str(long if long_runs() else default)
 
 
-#: exported Verilog above this size is a "large" model (the engine tops: 1-3 MB; the one-flow
-#: blocks: under 200 KB)
-LARGE_VERILOG = 500_000
+#: exported Verilog above this size is a "large" model, compiled at -O0 (the engine tops:
+#: 1-3 MB; the frame blocks and the L3QCN tables: 240-600 KB).  Measured per test (CPU of the
+#: build plus the run, fresh builds, -Os vs -O0): cnp_notify 56 -> 29 s, flow_id_table 38 -> 20 s,
+#: l3qcn_cp_roce 48 -> 33 s, cnp_qp_table 24 -> 18 s; below 200 KB -O0 loses (the one-flow DCQCN
+#: RP's 25,000-event runs 10 -> 23 s, the LDCP receiver 26 -> 75 s): their runs are C++-bound.
+LARGE_VERILOG = 200_000
 
 
 def cxx_opt(verilog_bytes: int) -> str:
     """The C++ optimisation level of a Verilated model: ``CC_CXX_OPT`` if set, else ``-O0``
     for a large model and the makefile's own ``-Os`` for the others.
 
-    Large models are a few MB of straight-line code on which -Os spends minutes
+    Large models are up to a few MB of straight-line code on which -Os spends minutes
     (flow_engine_toy: 4 min 48 s of CPU at -Os, 26 s at -O0), while their runs are short and
     bound by the Python testbench (its 20,000-event run: 4.6 s -> about 9 s).  The one-flow
     blocks compile in seconds and their long runs are bound by the model's C++, so they
