@@ -62,6 +62,29 @@ async def csr_read(ctx, dut, addr: int, *, limit: int = 200) -> tuple[int, int]:
     return value, waited
 
 
+async def csr_write(ctx, dut, addr: int, data: int) -> None:
+    """Write register word ``addr`` through an engine's write port (``csr_w``): offered until
+    taken, then withdrawn."""
+    ctx.set(dut.csr_w.payload, {"addr": addr, "data": data})
+    ctx.set(dut.csr_w.valid, 1)
+    await ctx.tick().until(dut.csr_w.ready)
+    ctx.set(dut.csr_w.valid, 0)
+
+
+def expect_stream(ctx, port, want: int | None, what: str, where: str) -> int | None:
+    """One cycle of an output stream against the golden model's: ``valid`` exactly when the
+    model has a payload (``want`` not ``None``), then the packed payload equal to ``want``.
+    Returns the payload bits (``None`` when not valid).  ``what`` names the stream and
+    ``where`` the cycle and seed in the failure message."""
+    valid = ctx.get(port.valid)
+    assert bool(valid) == (want is not None), f"{what}.valid {valid}, model {want} {where}"
+    if not valid:
+        return None
+    bits = ctx.get(port.payload.as_value())
+    assert bits == want, f"{what} {bits:#x} != model {want:#x} {where}"
+    return bits
+
+
 async def axil_write(ctx, dut, word: int, data: int, *, limit: int = 50) -> int:
     """An AXI4-Lite write of word ``word`` (address and data together, all byte strobes) on a
     :class:`hw.lib.axi_lite.AxiLiteRegs` top: returns the response (0 OKAY, 2 SLVERR)."""

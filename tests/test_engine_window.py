@@ -17,7 +17,7 @@ from hw.lib.csr import fourcc
 from hw.nic.engine_regs import CTRL_EN_BIT, CTRL_RESET, CTRL_START, CTRL_STOP
 from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig
-from tests.streams import csr_read, run_testbenches
+from tests.streams import csr_read, csr_write, run_testbenches
 
 SMALL = dict(n_flows=16, time_width=26, wheel_horizon=256, wheel_slots=512, out_fifo_depth=16)
 EV_CTL = COUNTER_BASE + 3            # ev_tx, ev_cn, ev_timer, ev_ctl
@@ -67,12 +67,6 @@ def test_window_accesses():
     ext_got = []
     ops = {"n": 0}                                        # ctl operations issued, by hand
 
-    async def write(ctx, addr, data):
-        ctx.set(dut.csr_w.payload, {"addr": addr, "data": data})
-        ctx.set(dut.csr_w.valid, 1)
-        await ctx.tick().until(dut.csr_w.ready)
-        ctx.set(dut.csr_w.valid, 0)
-
     async def read(ctx, addr, wait_max=None):
         value, waited = await csr_read(ctx, dut, addr)
         if wait_max is not None:
@@ -95,7 +89,7 @@ def test_window_accesses():
         ops["n"] += 2
         # START the first and the last flow: init state, enabled
         for f in (0, 15):
-            await write(ctx, win(f, "CTRL"), CTRL_START)
+            await csr_write(ctx, dut, win(f, "CTRL"), CTRL_START)
             ops["n"] += 1
         for f in (0, 15):
             value, waited = await read(ctx, win(f, "CTRL"))
@@ -106,12 +100,12 @@ def test_window_accesses():
             ops["n"] += 3
         # STOP flow 15 (its timers would change its state), then write and read back every
         # field (masked to the field's width)
-        await write(ctx, win(15, "CTRL"), CTRL_STOP)
+        await csr_write(ctx, dut, win(15, "CTRL"), CTRL_STOP)
         ops["n"] += 1
         values = {}
         for name in fields:
             v = rng.getrandbits(32)
-            await write(ctx, win(15, name.upper()), v)
+            await csr_write(ctx, dut, win(15, name.upper()), v)
             values[name] = v & ((1 << width[name]) - 1)
             ops["n"] += 1
         for name in rng.sample(fields, len(fields)):
@@ -119,20 +113,20 @@ def test_window_accesses():
             assert got == values[name], f"flow 15 {name}: 0x{got:x} != 0x{values[name]:x}"
             ops["n"] += 1
         # stopped; a CTRL write without a command bit (nothing issued); RESET (en kept)
-        await write(ctx, win(15, "CTRL"), 0)
+        await csr_write(ctx, dut, win(15, "CTRL"), 0)
         assert (await read(ctx, win(15, "CTRL")))[0] == 0
-        await write(ctx, win(15, "CTRL"), CTRL_RESET)
+        await csr_write(ctx, dut, win(15, "CTRL"), CTRL_RESET)
         assert (await read(ctx, win(15, "RC")))[0] == regs.max_rate
         assert (await read(ctx, win(15, "CTRL")))[0] == 0
         ops["n"] += 4
         # several command bits: the lowest (START)
-        await write(ctx, win(15, "CTRL"), CTRL_STOP | CTRL_START)
+        await csr_write(ctx, dut, win(15, "CTRL"), CTRL_STOP | CTRL_START)
         assert (await read(ctx, win(15, "CTRL")))[0] == 1 << CTRL_EN_BIT
         ops["n"] += 2
         # unmapped window words: answered at once with 0, nothing issued; writes ignored
         for addr in (win(3, "CTRL") + 1, win(3, "RC") + 31):
             assert (await read(ctx, addr, 1))[0] == 0
-            await write(ctx, addr, 0xFFFF_FFFF)
+            await csr_write(ctx, dut, addr, 0xFFFF_FFFF)
         # the outer ctl stream's READs are all answered on rd (counted below)
         for _ in range(2000):
             if len(ext_got) >= len(ext_reads):

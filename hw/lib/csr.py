@@ -72,7 +72,7 @@ from dataclasses import dataclass, field, replace
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
 __all__ = ["Field", "Register", "RegisterMap", "RegisterMapGroup", "RegisterModel", "CsrBank",
-           "fourcc", "map_windows",
+           "fourcc", "map_windows", "rtl_window",
            "HEADER_REGISTERS", "wide_registers", "write_error_register", "WRITE_ERROR_REGISTER",
            "rtl_legal_write"]
 
@@ -653,6 +653,17 @@ def map_windows(regmap) -> list[tuple[int, RegisterMap]]:
     if isinstance(regmap, RegisterMapGroup):
         return [(base, m) for _, base, m in regmap.parts]
     return [(0, regmap)]
+
+
+def rtl_window(word: Value, base: int, regmap: RegisterMap) -> tuple[Value, Value]:
+    """``(local, inside)`` of a port's word address against the window of ``regmap`` at word
+    ``base`` (an entry of :func:`map_windows`): ``local`` the low ``regmap.addr_width`` bits
+    the map decodes, ``inside`` 1 when the bits above select this window (always 1 when the
+    map fills the port)."""
+    aw = regmap.addr_width
+    if len(word) <= aw:
+        return word, Const(1, 1)
+    return word[:aw], word[aw:] == base >> aw
 
 
 def _rdl_string(text: str) -> str:

@@ -59,13 +59,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts.common import csr_write_layout
-from ..lib.csr import RegisterMapGroup
+from ..lib.csr import RegisterMapGroup, rtl_window
 from ..params import BlockConfig, ConfigError
 from .engine_regs import EngineRegs
 from .flow_engine import FlowEngine, check_wheel_margin
@@ -147,13 +148,9 @@ class SwiftNicConfig(BlockConfig):
         """The composition's register port as one :class:`hw.lib.csr.RegisterMapGroup`
         (one SystemRDL, C header and register table for the top): part ``swift`` (the Swift
         engine's map, ``<name>_swift``) at word 0, part ``pacer`` (the pacer's,
-        ``<name>_pacer``) at ``2**(addr_width - 1)``, ``addr_width`` = the larger map's + 1."""
-        s = self.swift.register_map(f"{name}_swift")
-        p = _nic_pacer_map(self.pacer.register_map(f"{name}_pacer"))
-        half = 1 << max(s.addr_width, p.addr_width)
-        return RegisterMapGroup(name, (("swift", 0, s), ("pacer", half, p)),
-                                desc="Swift NIC: the Swift engine's registers, then the "
-                                     "pacer's")
+        ``<name>_pacer``) at ``2**(addr_width - 1)``, ``addr_width`` = the larger map's + 1.
+        Built once per configuration and name (:func:`_nic_register_map`)."""
+        return _nic_register_map(self, name)
 
     def register_maps(self) -> dict:
         """``{"swift": (base, map), "pacer": (base, map)}``: the parts of
@@ -164,6 +161,18 @@ class SwiftNicConfig(BlockConfig):
     def addr_width(self) -> int:
         """Word-address bits of the composition's register port."""
         return self.register_map().addr_width
+
+
+@lru_cache(maxsize=32)
+def _nic_register_map(cfg: SwiftNicConfig, name: str) -> RegisterMapGroup:
+    """:meth:`SwiftNicConfig.register_map`, cached: the configuration is frozen (and hashable),
+    the group immutable, and the top, its tests and ``addr_width`` / ``register_maps`` ask for
+    it again and again (two maps of a few hundred registers each, ~6 ms a build)."""
+    s = cfg.swift.register_map(f"{name}_swift")
+    p = _nic_pacer_map(cfg.pacer.register_map(f"{name}_pacer"))
+    half = 1 << max(s.addr_width, p.addr_width)
+    return RegisterMapGroup(name, (("swift", 0, s), ("pacer", half, p)),
+                            desc="Swift NIC: the Swift engine's registers, then the pacer's")
 
 
 def _nic_pacer_map(regmap):
@@ -240,35 +249,35 @@ class SwiftNic(wiring.Component):
             sw.rate.ready.eq(pc.cn.ready),
         ]
 
-        # -- one register port: the Swift engine's map in the low half, the pacer's above
-        AW = cfg.addr_width
-        top = AW - 1
-        aws, awp = len(sw.csr_raddr), len(pc.csr_raddr)
-
-        def in_half(addr, upper, aw):
-            hit = addr[top] if upper else ~addr[top]
-            return hit & (addr[aw:top] == 0) if aw < top else hit
-
-        w = self.csr_w
-        waddr, raddr = w.payload.addr, self.csr_raddr
-        w_s, w_p = in_half(waddr, 0, aws), in_half(waddr, 1, awp)
-        r_s, r_p = in_half(raddr, 0, aws), in_half(raddr, 1, awp)
-        for blk, hit, aw in ((sw, w_s, aws), (pc, w_p, awp)):
-            m.d.comb += [blk.csr_w.valid.eq(w.valid & hit),
-                         blk.csr_w.payload.addr.eq(waddr[:aw]),
-                         blk.csr_w.payload.data.eq(w.payload.data)]
+        # -- one register port: each part of the register map group (the Swift engine's map at
+        # word 0, the pacer's at pacer_base) decodes the low bits of its aligned window
+        w, raddr = self.csr_w, self.csr_raddr
+        waddr = w.payload.addr
+        blocks = {"swift": sw, "pacer": pc}
+        w_ready, rdata = Const(1, 1), Const(0, CSR_DATA_WIDTH)   # (a word in no part)
+        any_r = Const(0, 1)
+        for inst, base, regmap in cfg.register_map().parts:
+            blk = blocks[inst]
+            assert len(blk.csr_raddr) == regmap.addr_width, inst
+            w_local, w_hit = rtl_window(waddr, base, regmap)
+            r_local, r_hit = rtl_window(raddr, base, regmap)
+            m.d.comb += [blk.csr_w.valid.eq(w.valid & w_hit),
+                         blk.csr_w.payload.addr.eq(w_local),
+                         blk.csr_w.payload.data.eq(w.payload.data),
+                         blk.csr_raddr.eq(r_local),
+                         blk.csr_rstb.eq(self.csr_rstb & r_hit)]
+            w_ready = Mux(w_hit, blk.csr_w.ready, w_ready)
+            # the answer's part, registered like the blocks' own read data (one cycle after
+            # the address; a window read holds its address until csr_rack, so this holds too)
+            sel = Signal(name=f"sel_{inst}")
+            m.d.sync += sel.eq(r_hit)
+            rdata = Mux(sel, blk.csr_rdata, rdata)
+            any_r = any_r | r_hit
+        none_ack = Signal()
+        m.d.sync += none_ack.eq(self.csr_rstb & ~any_r)
         m.d.comb += [
-            w.ready.eq(Mux(w_s, sw.csr_w.ready, Mux(w_p, pc.csr_w.ready, 1))),
-            sw.csr_raddr.eq(raddr[:aws]), pc.csr_raddr.eq(raddr[:awp]),
-            sw.csr_rstb.eq(self.csr_rstb & r_s), pc.csr_rstb.eq(self.csr_rstb & r_p),
-        ]
-        # the answer's half, registered like the blocks' own read data (one cycle after the
-        # address; a window read holds its address until csr_rack, so this holds too)
-        sel_s, sel_p, none_ack = Signal(), Signal(), Signal()
-        m.d.sync += [sel_s.eq(r_s), sel_p.eq(r_p),
-                     none_ack.eq(self.csr_rstb & ~r_s & ~r_p)]
-        m.d.comb += [
-            self.csr_rdata.eq(Mux(sel_s, sw.csr_rdata, Mux(sel_p, pc.csr_rdata, 0))),
+            w.ready.eq(w_ready),
+            self.csr_rdata.eq(rdata),
             self.csr_rack.eq(sw.csr_rack | pc.csr_rack | none_ack),
         ]
         return m
