@@ -34,7 +34,7 @@ from sim.models.l3qcn import (
     parse_private_cnm,
 )
 from sim.models.packets import FrameAssembler
-from tests.streams import axil_read, axil_write, run_testbenches, stream_get, stream_put
+from tests.streams import axil_read, axil_write, csr_write, run_testbenches, stream_get, stream_put
 
 try:        # under pytest, tests/ itself is on sys.path
     from tests.test_l3qcn import check_private_cnm, pack_private_request, random_private_request
@@ -71,13 +71,6 @@ def _words(h: dict) -> list[int]:
             h["udp_sport"], h["dscp"], h["ecn"], h["ttl"]]
 
 
-async def _write(ctx, dut, addr: int, data: int) -> None:
-    ctx.set(dut.csr_w.payload, {"addr": addr, "data": data})
-    ctx.set(dut.csr_w.valid, 1)
-    await ctx.tick().until(dut.csr_w.ready)
-    ctx.set(dut.csr_w.valid, 0)
-
-
 async def _read(ctx, dut, addr: int) -> int:
     ctx.set(dut.csr_raddr, addr)
     await ctx.tick()
@@ -103,7 +96,7 @@ def test_private_gen_registers_between_packets():
                 await stream_put(ctx, dut.request, [pack_private_request(cfg, reqs[i])])
             else:
                 for a, w in enumerate(_words(heads[i])):
-                    await _write(ctx, dut, a, w)
+                    await csr_write(ctx, dut, a, w)
                 reads.append([await _read(ctx, dut, a) for a in range(len(NAMES))])
         await ctx.tick().repeat(40)
         done[0] = True
@@ -157,10 +150,10 @@ def test_cp_qcn_pcnm_registers():
         await stream_put(ctx, dut.frame, [pack(f) for f in batches[0]])
         await ctx.tick().repeat(60)            # the CP quiet: the write is between packets
         for a, w in enumerate(_words(head)):
-            await _write(ctx, dut, base + a, w)
+            await csr_write(ctx, dut, base + a, w)
         werr.append(await _read(ctx, dut, base + WERR))
         for a, w in CP_REFUSED:                # each refused: nothing changes
-            await _write(ctx, dut, base + a, w)
+            await csr_write(ctx, dut, base + a, w)
         werr.append(await _read(ctx, dut, base + WERR))
         reads.append([await _read(ctx, dut, base + a) for a in range(len(NAMES))])
         await stream_put(ctx, dut.frame, [pack(f) for f in batches[1]])
@@ -274,10 +267,10 @@ def test_private_gen_refused_writes_rtl():
 
     async def sender(ctx):
         for i, ((name, value, _), r) in enumerate(zip(CASES, reqs, strict=True)):
-            await _write(ctx, dut, NAMES.index(name), value)
+            await csr_write(ctx, dut, NAMES.index(name), value)
             reads.append((await _read(ctx, dut, NAMES.index(name)), await _read(ctx, dut, WERR)))
             if i % 3 == 2:
-                await _write(ctx, dut, WERR, 0)
+                await csr_write(ctx, dut, WERR, 0)
             await stream_put(ctx, dut.request, [pack_private_request(cfg, r)])
         await ctx.tick().repeat(40)
         done[0] = True

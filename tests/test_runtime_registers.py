@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import pytest
 
-from tests.streams import run_testbenches, stream_get, stream_put
+from tests.streams import csr_write, run_testbenches, stream_get, stream_put
 
 SEED = int(os.environ.get("CC_SEED", 11))
 #: CC_LONG=1: the random runs with writes take 10**5 cycles / events each
@@ -30,14 +30,6 @@ def _seed(tag: str) -> random.Random:
     s = SEED + sum(map(ord, tag))
     print(f"seed {s} (CC_SEED={SEED} reproduces)")
     return random.Random(s)
-
-
-async def _write(ctx, dut, addr: int, data: int) -> None:
-    """One register write through csr_w (waits for ready)."""
-    ctx.set(dut.csr_w.payload, {"addr": addr, "data": data})
-    ctx.set(dut.csr_w.valid, 1)
-    await ctx.tick().until(dut.csr_w.ready)
-    ctx.set(dut.csr_w.valid, 0)
 
 
 def _reset_values(regmap) -> dict[str, int]:
@@ -356,7 +348,7 @@ def test_cnm_written_mac_and_priority():
     async def sender(ctx):
         await stream_put(ctx, dut.request, [pack_cnm_request(cfg, REQ)])
         for addr, data in writes:
-            await _write(ctx, dut, addr, data)
+            await csr_write(ctx, dut, addr, data)
         await stream_put(ctx, dut.request, [pack_cnm_request(cfg, REQ)])
 
     async def receiver(ctx):
@@ -394,7 +386,7 @@ def test_qcn_cp_written_set_point_weight_and_table():
 
     async def sender(ctx):
         for r in regs:
-            await _write(ctx, dut, r.addr, r.reset)
+            await csr_write(ctx, dut, r.addr, r.reset)
         await stream_put(ctx, dut.frame, [codec.pack_frame(f) for f in frames])
 
     async def receiver(ctx):
@@ -504,7 +496,7 @@ def test_l3qcn_cp_table_through_registers():
         return ctx.get(dut.csr_rdata)
 
     async def command(ctx, op, port_lookup=False):
-        await _write(ctx, dut, a["TBL_CMD"], op.value)
+        await csr_write(ctx, dut, a["TBL_CMD"], op.value)
         model.write(a["TBL_CMD"], op.value)
         if port_lookup:         # the port's command while this one waits: the port goes first
             await port(ctx)
@@ -533,7 +525,7 @@ def test_l3qcn_cp_table_through_registers():
         # (GEN_*: the CNP generator's registers, forwarded: DSCP 13, TTL 7)
         for name, value in (("TBL_KEY_IP", ip), ("TBL_KEY_QP", qp), ("TBL_VALUE", src_qp),
                             ("Q_EQ", 1000), ("W", 0), ("GEN_CNP_DSCP", 13), ("GEN_TTL", 7)):
-            await _write(ctx, dut, a[name], value)
+            await csr_write(ctx, dut, a[name], value)
             model.write(a[name], value)
         await command(ctx, HtOp.ADD)
         await command(ctx, HtOp.ADD)
@@ -611,7 +603,7 @@ def test_l3qcn_tor_table_through_registers():
         return got
 
     async def command(ctx, op):
-        await _write(ctx, dut, regmap.addr("TBL_CMD"), op.value)
+        await csr_write(ctx, dut, regmap.addr("TBL_CMD"), op.value)
         model.write(regmap.addr("TBL_CMD"), op.value)
         for _ in range(50):
             if not await read(ctx, "TBL_STATUS", compare=False) & 1:
@@ -624,7 +616,7 @@ def test_l3qcn_tor_table_through_registers():
     async def bench(ctx):
         ctx.set(dut.cnm.ready, 1)
         for name, value in setup:
-            await _write(ctx, dut, regmap.addr(name), value)
+            await csr_write(ctx, dut, regmap.addr(name), value)
             model.write(regmap.addr(name), value)
         await command(ctx, HtOp.ADD)
         await command(ctx, HtOp.ADD)

@@ -14,7 +14,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .csr import RegisterMap, RegisterMapGroup, map_windows, rtl_legal_write
+from .csr import RegisterMap, RegisterMapGroup, map_windows, rtl_legal_write, rtl_window
 
 __all__ = ["AxiLiteRegs", "OKAY", "SLVERR", "axi_lite_members"]
 
@@ -101,16 +101,9 @@ class AxiLiteRegs(wiring.Component):
         bits of its aligned window)."""
         hit = Const(0, 1)
         for base, regmap in map_windows(self.regmap):
-            local, inside = self._window(word, base, regmap)
+            local, inside = rtl_window(word, base, regmap)
             hit = hit | (inside & self._decode_map(regmap, local, writes))
         return hit
-
-    def _window(self, word, base: int, regmap):
-        """(the word's address inside the window of ``regmap`` at ``base``, 1 if inside)."""
-        aw = regmap.addr_width
-        if len(word) <= aw:
-            return word, Const(1, 1)
-        return word[:aw], word[aw:] == base >> aw
 
     @staticmethod
     def _decode_map(regmap, word, writes: bool):
@@ -162,7 +155,7 @@ class AxiLiteRegs(wiring.Component):
                 & (s("awaddr")[:2] == 0))
         refused = Const(0, 1)
         for base, regmap in map_windows(self.regmap):
-            local, inside = self._window(aw_word, base, regmap)
+            local, inside = rtl_window(aw_word, base, regmap)
             for r in regmap.registers:
                 if r.writable and r.checked:
                     refused = refused | (inside & (local == r.addr)

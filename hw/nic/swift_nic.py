@@ -255,7 +255,7 @@ class SwiftNic(wiring.Component):
         waddr = w.payload.addr
         blocks = {"swift": sw, "pacer": pc}
         w_ready, rdata = Const(1, 1), Const(0, CSR_DATA_WIDTH)   # (a word in no part)
-        any_r = Const(0, 1)
+        any_r, rack = Const(0, 1), Const(0, 1)
         for inst, base, regmap in cfg.register_map().parts:
             blk = blocks[inst]
             assert len(blk.csr_raddr) == regmap.addr_width, inst
@@ -273,12 +273,13 @@ class SwiftNic(wiring.Component):
             m.d.sync += sel.eq(r_hit)
             rdata = Mux(sel, blk.csr_rdata, rdata)
             any_r = any_r | r_hit
+            rack = rack | blk.csr_rack
         none_ack = Signal()
         m.d.sync += none_ack.eq(self.csr_rstb & ~any_r)
         m.d.comb += [
             w.ready.eq(w_ready),
             self.csr_rdata.eq(rdata),
-            self.csr_rack.eq(sw.csr_rack | pc.csr_rack | none_ack),
+            self.csr_rack.eq(rack | none_ack),
         ]
         return m
 
