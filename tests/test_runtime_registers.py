@@ -54,7 +54,10 @@ def _np_run(cfg, cycles, rng, *, ce_flow=None, writes=None, p_write=0.0, n_max=4
             ready = True if ce_flow else rng.random() < 0.6
             w = writes.get(cycle)
             if w is None and rng.random() < p_write:
-                w = rng.randrange(n_max)
+                # half the writes at the edges: 0 and 1 (a send's reload is 0, the window
+                # ends at once), 2, and the largest
+                w = (rng.choice((0, 1, 2, n_max - 1)) if rng.random() < 0.5
+                     else rng.randrange(n_max))
             ctx.set(dut.event.valid, ev is not None)
             ctx.set(dut.event.payload.flow, ev or 0)
             ctx.set(dut.event.payload.ce, 1)

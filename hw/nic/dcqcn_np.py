@@ -59,7 +59,13 @@ class DcqcnNp(wiring.Component):
         # ---- run-time register: N (declared once in DcqcnNpConfig.register_map) -------------
         bank = CsrBank(cfg.register_map())
         N = bank["MIN_TIME_BETWEEN_CNPS"]
-        hold_reload = Mux(N == 0, 0, N - 1)            # (an expression: no unused wire)
+        if paper:
+            # the window's reload, N - 1 (0 for N = 0), and whether it is 0 (N <= 1), kept as
+            # registers beside N and loaded from the write that sets N (so they always equal
+            # the expressions of N): no carry chain or compare between N and the counters
+            n0 = cfg.n_cycles
+            hold_reload = Signal(cfg.timer_width, init=max(n0 - 1, 0), name="hold_reload")
+            reload_zero = Signal(init=n0 <= 1, name="hold_reload_zero")
 
         # ---- state --------------------------------------------------------------------------
         due = Signal(F)                        # a CNP is due for the flow (waiting for the sink)
@@ -76,13 +82,14 @@ class DcqcnNp(wiring.Component):
         for i in reversed(range(F)):
             with m.If(due[i]):
                 m.d.comb += self.cnp.payload.flow.eq(i)
-        sent = self.cnp.valid & self.cnp.ready
         ce = self.event.valid & self.event.payload.ce & (self.event.payload.flow < F)
         ev_flow = self.event.payload.flow
 
         # ---- per-flow update: timers, then the send, then the event ---------------------------
         for i in range(F):
-            send_i = sent & (self.cnp.payload.flow == i)
+            # the flow sent: it is the lowest due one (the output's priority order, without the
+            # encoded flow number: one LUT level from the due bits)
+            send_i = self.cnp.ready & due[i] & (due[:i] == 0 if i else 1)
             ce_i = ce & (ev_flow == i)
             if paper:
                 # after the timer and the send (the event is applied on top, below)
@@ -95,10 +102,13 @@ class DcqcnNp(wiring.Component):
                     m.d.comb += hold_mid.eq(hold[i] - 1)
                 pend_mid = pending[i] & ~expire_due & ~send_i
                 take = ce_i & ~due_mid
+                # hold_mid == 0, from the operands of its subtractions (a counter at 0 stays
+                # there, one at 1 reaches it), so that the flags wait for no carry chain
+                mid_zero = Mux(send_i, reload_zero, hold[i][1:] == 0)
                 m.d.sync += [
                     hold[i].eq(hold_mid),
-                    due[i].eq(due_mid | (take & (hold_mid == 0))),
-                    pending[i].eq(pend_mid | (take & (hold_mid != 0))),
+                    due[i].eq(due_mid | (take & mid_zero)),
+                    pending[i].eq(pend_mid | (take & ~mid_zero)),
                 ]
             else:
                 check = (tick == 1) & marked[i]
@@ -112,4 +122,10 @@ class DcqcnNp(wiring.Component):
             with m.Else():
                 m.d.sync += tick.eq(tick - 1)
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
+        if paper:
+            reg = cfg.register_map()["MIN_TIME_BETWEEN_CNPS"]
+            n_new = bank.wdata[:reg.width] & reg.write_mask      # N's value after the write
+            with m.If(bank.wstb["MIN_TIME_BETWEEN_CNPS"]):
+                m.d.sync += [hold_reload.eq(Mux(n_new == 0, 0, n_new - 1)),
+                             reload_zero.eq(n_new[1:] == 0)]
         return m
