@@ -66,9 +66,17 @@ class Stages:
     ints and ``None`` pass unchanged).  The registers are made as they are read
     (:class:`Cut`, possibly inside an ``m.If``), so their statements are added by
     :meth:`finish`, which the datapath calls once its update is built.  ``k``: the cuts
-    registered so far (the update's latency is ``1 + k``)."""
+    registered so far (the update's latency is ``1 + k``).
 
-    def __init__(self, m: Module, pipelined: bool, prefix: str):
+    ``cuts``: the cut points (numbered from 1, per call) that are registers, for a datapath
+    whose latency selects a subset of its cut points (the QCN engine's); the others pass the
+    namespace on unchanged, and ``pipelined`` is whether any is a register.  Without it every
+    cut point is a register (``pipelined``) or a named wire."""
+
+    def __init__(self, m: Module, pipelined: bool = False, prefix: str = "", cuts=None):
+        self.cuts = None if cuts is None else frozenset(cuts)
+        if self.cuts is not None:
+            pipelined = bool(self.cuts)
         self.m, self.pipelined, self.prefix, self.k, self.n = m, pipelined, prefix, 0, 0
         self._stmts, self._finished = [], False
 
@@ -76,8 +84,10 @@ class Stages:
         # combinational form: every value read later still becomes a named wire at the cut,
         # so that the carry-save trees stay a DAG (an expression reused by the next section
         # is emitted once)
-        self.k += self.pipelined
         self.n += 1
+        if self.cuts is not None and self.n not in self.cuts:
+            return v
+        self.k += self.pipelined
         names = v.names() if isinstance(v, Cut) else list(vars(v))
         return Cut({name: (lambda name=name, n=self.n: self._reg(name, getattr(v, name), n))
                     for name in names})

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from functools import reduce
 from types import SimpleNamespace
 
-from amaranth.hdl import Const, Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data
 
 from ..lib.arith import named_wire, umin
 from ..lib.csa import compress, fit
-from ..lib.pipeline import Cut
+from ..lib.pipeline import Stages
 from ..params import BlockConfig, ConfigError, check_int
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath, time_le
 from .flow_engine_config import FlowEngineConfig, check_engine_pair
@@ -123,7 +123,7 @@ class QcnDatapath(FlowDatapath):
 
     def build(self, m: Module, *, state, kind, tx_bytes, cn, t, regs, pre,
               valid=None) -> DatapathOut:
-        stage = _Stages(m, _CUTS[self.latency])
+        stage = Stages(m, prefix="qcn_", cuts=_CUTS[self.latency])
         out = self._update(m, stage, state=state, kind=kind, tx_bytes=tx_bytes, cn=cn, t=t,
                            regs=regs, pre=pre, valid=Const(0) if valid is None else valid)
         stage.finish()
@@ -300,42 +300,6 @@ _CUTS = {1: (), 2: (3,), 3: (2, 4), 4: (1, 3, 5), 5: (1, 2, 3, 5), 6: (1, 2, 3, 
          7: (1, 2, 3, 4, 5, 6)}
 #: the latency of the build for 156.25 MHz on ECP5 speed 6
 QCN_PIPE_LATENCY = 6
-
-
-class _Stages:
-    """The stage hook of :meth:`QcnDatapath._update`: cut point ``n`` (counted per call)
-    registers every value of the namespace that a later stage reads if ``n`` is one of
-    ``cuts``, else passes it on (a pipelined build: ``pipelined``); ``k``: the cut points
-    registered so far.  The registers are made as they are read (:class:`Cut`, possibly
-    inside an ``m.If``), so their statements are added by :meth:`finish`, after the update."""
-
-    def __init__(self, m: Module, cuts):
-        self.m, self.cuts, self.n, self.k = m, frozenset(cuts), 0, 0
-        self.pipelined = bool(self.cuts)
-        self._stmts = []
-
-    def __call__(self, v: SimpleNamespace) -> SimpleNamespace:
-        self.n += 1
-        if self.n not in self.cuts:
-            return v
-        self.k += 1
-        names = v.names() if isinstance(v, Cut) else list(vars(v))
-        return Cut({name: (lambda name=name, n=self.n: self._reg(name, getattr(v, name), n))
-                     for name in names})
-
-    def _reg(self, name, x, n):
-        if isinstance(x, list):
-            return [self._reg(f"{name}{j}", y, n) for j, y in enumerate(x)]
-        shape = x.shape() if isinstance(x, data.View) else Value.cast(x).shape()
-        reg = Signal(shape, name=f"qcn_p{n}_{name}")
-        self._stmts.append(reg.eq(x))
-        return reg
-
-    def finish(self):
-        """Add the registers' statements (unconditional), once the update is built."""
-        if self._stmts:
-            self.m.d.sync += self._stmts
-        self._stmts = []
 
 
 def _product(a, b, split: bool, plus=()) -> list:
