@@ -144,7 +144,8 @@ def _flow_engine_toy(cfg):
 
 def _pacer_config():
     from hw.nic.pacer_config import PacerConfig
-    return PacerConfig(engine=FlowEngineConfig(n_flows=1024))
+    # the two-cycle packet update (docs/pacer.md, "The update alone")
+    return PacerConfig(engine=FlowEngineConfig(n_flows=1024), split_update=True)
 
 
 def _pacer(cfg):
@@ -402,8 +403,8 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     Top("pacer_1k", _pacer_config(), _pacer,
         "multi-flow pacer, 1024 flows in block RAM, one grant per clock", default=False),
     Top("pacer_datapath", _pacer_config(), _pacer_datapath,
-        "pacer datapath alone, packet-only build (one-cycle update), registered inputs "
-        "and outputs", default=False),
+        "pacer datapath alone, packet-only build (two-cycle update: sums, then selects), "
+        "registered inputs and outputs", default=False),
     Top("pacer_datapath_bytes", _pacer_bytes_config(), _pacer_datapath,
         "pacer datapath alone, byte-mode build (latency 2: the multiplier's own cycle), "
         "registered inputs and outputs", default=False),

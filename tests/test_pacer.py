@@ -13,7 +13,9 @@
   random traffic mixing byte and packet flows with size reports and burst rewrites); the
   work-conserving mode (pulls: directed runs with hand-derived grant times in packet and byte
   mode, and pulls with ``wc`` toggled in both random runs).  Byte-mode tests build a byte-mode
-  pacer (``PacerConfig.byte_mode``, datapath latency 2), the others the packet-only default.
+  pacer (``PacerConfig.byte_mode``, datapath latency 2), the others a packet-only one: the
+  split update (``split_update``, latency 2, the ``pacer_1k`` top's build) where they say
+  ``small(split=True)``, else the one-cycle default.
 - Byte mode, model only: >= 10^5 grants (10^6 with ``CC_PACER_LONG=1`` or ``CC_LONG=1``)
   against the exact Fraction schedule of the sizes reported, no drift.
 
@@ -33,7 +35,7 @@ import pytest
 from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine_config import FlowEngineConfig
 from hw.nic.pacer import PacerDatapath
-from hw.nic.pacer_config import MIN_INTERVAL, PacerConfig
+from hw.nic.pacer_config import PacerConfig
 from hw.params import ConfigError
 from sim.models.flow_engine import FlowEngineModel
 from sim.models.pacer import GrantLog, PacerDatapathModel, ideal_time, ideal_times
@@ -66,19 +68,20 @@ def biased(t: int) -> int:
     return (t << F) | ((1 << F) - 1)
 
 
-def small(time_width=12, ival_int_bits=10, byte_mode=False, **kw) -> PacerConfig:
+def small(time_width=12, ival_int_bits=10, byte_mode=False, split=False, **kw) -> PacerConfig:
     # (the engine's output FIFO needs a place per pipeline stage: 5 at datapath latency 1, 6 at
-    # the byte mode's 2)
+    # latency 2: the byte mode's and the split update's)
     eng = dict(n_flows=16, time_width=time_width, wheel_horizon=256, wheel_slots=512,
-               out_fifo_depth=6 if byte_mode else 5)
+               out_fifo_depth=6 if byte_mode or split else 5)
     eng.update(kw)
     return PacerConfig(engine=FlowEngineConfig(**eng), ival_int_bits=ival_int_bits,
-                       frac_bits=F, byte_mode=byte_mode)
+                       frac_bits=F, byte_mode=byte_mode, split_update=split)
 
 
-def tiny() -> PacerConfig:
+def tiny(split=False) -> PacerConfig:
     """W = 10 (the time wraps every 1024 cycles), a 128-cycle horizon, 256 slots."""
-    return small(time_width=10, ival_int_bits=8, wheel_horizon=128, wheel_slots=256)
+    return small(time_width=10, ival_int_bits=8, wheel_horizon=128, wheel_slots=256,
+                 split=split)
 
 
 def harness(cfg=None, seed=SEED) -> Harness:
@@ -108,6 +111,15 @@ def test_config_errors():
         PacerConfig(size_width=17)
     with pytest.raises(ConfigError, match="byte_mode"):
         PacerConfig(byte_mode=1)                     # a bool, not an int
+    with pytest.raises(ConfigError, match="split_update"):
+        PacerConfig(split_update=1)
+    with pytest.raises(ConfigError, match="split_update"):
+        PacerConfig(split_update=True, byte_mode=True)
+    # the update's cycles (the datapath latency) and the re-issue distance, by hand: pipeline
+    # latency + 2, plus the wheel's insert latency 4
+    for kw, lat in (({}, 1), ({"split_update": True}, 2), ({"byte_mode": True}, 2)):
+        c = PacerConfig(**kw)
+        assert (c.latency, c.min_interval, PacerDatapath(c).latency) == (lat, lat + 6, lat)
     # a packet-only build (the default): no size in a tx payload, no byte-mode interval, no
     # byte-mode fields or register
     pk = PacerConfig()
@@ -251,7 +263,7 @@ def test_all_flows_due_in_one_slot():
     round is granted at d, d+1, ..., d+15 (one per clock, in the wheel's order), late 0 ... 15;
     the next rounds are again at d + 50 r + i in the same order (the late grants keep the
     grid), so late_sum = 3 x 120 and late_max = 15; 48 grants in all."""
-    h = harness()
+    h = harness(small(split=True))
     d = 400
 
     async def body(ctx):
@@ -279,7 +291,7 @@ def test_rate_change_while_queued():
     """One flow with 40 packets at interval 40.5: a CN to 15 (speed-up) takes effect at the next
     grant (previous ideal time + 15); a CN to 90 (slow-down) likewise; a CN to 20 long after
     the previous grant (its time already past) grants at once, then every 20."""
-    h = harness()
+    h = harness(small(split=True))
 
     async def body(ctx):
         await h.wait_ready(ctx)
@@ -323,13 +335,17 @@ def test_rate_change_while_queued():
     assert len(g) == 40 or h.model.flows[2].algo["backlog"] == 40 - len(g)
 
 
-@pytest.mark.parametrize("ival", [MIN_INTERVAL, 3, 255])
-def test_fastest_and_slowest_intervals(ival):
-    """The fastest interval paced exactly (7 cycles: a grant every 7th cycle, lateness 0); a
-    shorter one (3) is served at the engine's limit of one grant per 7 cycles per flow (late,
-    counted); the slowest (255 + 65535/65536 cycles at W = 10, beyond the 128-cycle horizon:
-    parked and re-evaluated) exact to its rounded-up ideal times."""
-    h = harness(tiny() if ival == 255 else None)
+@pytest.mark.parametrize("ival,split", [(7, False), (7, True), (255, True)])
+def test_fastest_and_slowest_intervals(ival, split):
+    """The fastest interval paced exactly (7 cycles in the one-cycle build: a grant every 7th
+    cycle, lateness 0); in the split update's build the same interval is served at the
+    engine's limit of one grant per 8 cycles per flow (late, counted: grants exactly 8 apart,
+    the times an 8-cycle interval would have exactly, without lateness); the
+    slowest (255 + 65535/65536 cycles at W = 10, beyond the 128-cycle horizon: parked and
+    re-evaluated) exact to its rounded-up ideal times."""
+    reissue = 8 if split else 7         # by hand: pipeline 3 (+1 split) + wheel insert 4
+    h = harness(tiny(split) if ival == 255 else small(split=split))
+    assert h.dp.config.min_interval == reissue
     iv = (ival << F) + (0xFFFF if ival == 255 else 0)
     n = 30 if ival < 100 else 5
     cycles = 30 * 8 + 50 if ival < 100 else 4 * 256 + 60
@@ -343,14 +359,14 @@ def test_fastest_and_slowest_intervals(ival):
         h.queues["tx"].append((9, n))
         await h.run(ctx, cycles)
         got = await h.read_counter(ctx, "late_max")
-        assert (got == 0) == (ival >= MIN_INTERVAL)
+        assert (got == 0) == (ival >= reissue)
     h.simulate(body)
     g = [c for c, _ in grants_of(h, 9)]
     t0 = h.taken["tx"][0]
-    if ival >= MIN_INTERVAL:
+    if ival >= reissue:
         assert g == ideal_times(t0, iv, F, len(g)) and len(g) == n
     else:
-        assert g == [t0 + MIN_INTERVAL * k for k in range(len(g))] and len(g) == n
+        assert g == [t0 + reissue * k for k in range(len(g))] and len(g) == n
 
 
 def test_wheel_wrap():
@@ -434,7 +450,7 @@ def test_random_traffic_hot_flows():
     random back-pressure on rate and rd, then every flow sped up to 8 cycles to drain: every
     output every cycle equals the model's, and every packet enqueued is granted exactly once."""
     rng = random.Random(SEED)
-    h = harness(seed=SEED)
+    h = harness(small(split=True), seed=SEED)
     h.p_valid = {"tx": 0.6, "cn": 0.3, "ctl": 0.2, "csr_w": 0.05}
     h.p_rate_ready, h.p_rd_ready = 0.7, 0.5
     n = 2000 if LONG else 250
@@ -480,27 +496,29 @@ def test_random_traffic_hot_flows():
 
 # -- the burst cap ----------------------------------------------------------------------------
 
-#: (burst, interval, hand-derived offsets of the grants after the first one at c, given the
-#: ideal grid d + k I with d = c - x): see test_burst_cap
-BURST_CASES = [(0, 20.0), (30, 20.0), (5, 20.5), (2047, 20.0)]
+#: (burst, interval, the split update's build or the one-cycle one): see test_burst_cap
+BURST_CASES = [(0, 20.0, False), (30, 20.0, True), (5, 20.5, True), (2047, 20.0, True)]
 
 
-@pytest.mark.parametrize("burst,ival", BURST_CASES)
-def test_burst_cap(burst, ival):
+@pytest.mark.parametrize("burst,ival,split", BURST_CASES)
+def test_burst_cap(burst, ival, split):
     """A flow of 12 packets whose first send time d is written about 100 cycles in the past:
-    its first grant comes at c = (the ARMED WRITE) + 7 (the WRITE's re-evaluation), x = c - d
-    late.  By hand, with the grant's deadline capped to max(deadline, t - burst) (fraction kept)
-    and one grant per 7 cycles per flow at most:
+    its first grant comes at c = (the ARMED WRITE) + R (the WRITE's re-evaluation; R = 7 in
+    the one-cycle build, 8 with the split update), x = c - d late.  By hand, with the grant's
+    deadline capped to max(deadline, t - burst) (fraction kept) and one grant per R cycles
+    per flow at most:
 
     - burst 0: no catch-up, the grid restarts at c: c, c + 20, c + 40, ...;
-    - burst 30: c (capped: ideal c - 30), c - 10 -> popped at c + 7 (17 late: not capped),
-      c + 10 -> at c + 14 (4 late), then on the grid c + 30, c + 50, ...; late_sum x + 21;
+    - burst 30: c (capped: ideal c - 30), c - 10 -> popped at c + R (R - 10 + 20 late: not
+      capped), c + 10 -> at c + 2R (2R - 10 late), then on the grid c + 30, c + 50, ...;
+      late_sum x + 3R - 20 (R = 7: x + 21, R = 8: x + 24);
     - burst 5, I = 20.5, the first send time written as d - 0.5 (ceil: d): capped to ideal
       c - 5.5 (the deadline's integer part moves to c - 5, its fraction stays):
       ceil(c - 5.5 + 20.5 k): c + 15, c + 36, c + 56, c + 77, ...;
     - burst 2047 (the maximum at W = 12: the reset value, no cap): today's catch-up, one
-      grant per 7 cycles until the ideal grid d + 20 k is reached."""
-    h = harness()
+      grant per R cycles until the ideal grid d + 20 k is reached."""
+    R = 8 if split else 7
+    h = harness(small(split=split))
     iv = q(ival)
     n = 12
     half = 1 << (F - 1) if burst == 5 else 0       # the ideal first time d - 0.5
@@ -522,20 +540,20 @@ def test_burst_cap(burst, ival):
     h.simulate(body)
     g = [c for c, _ in grants_of(h, 5)]
     c, d = g[0], h.d
-    assert c == h.taken["ctl"][-1] + 7
+    assert c == h.taken["ctl"][-1] + R
     x = c - d
     assert 90 <= x <= 130, x
     if burst == 0:
         expect = [c + 20 * k for k in range(n)]
     elif burst == 30:
-        expect = [c, c + 7, c + 14] + [c + 30 + 20 * k for k in range(n - 3)]
+        expect = [c, c + R, c + 2 * R] + [c + 30 + 20 * k for k in range(n - 3)]
     elif burst == 5:
         expect = [c] + [c + math.ceil(-5.5 + 20.5 * k) for k in range(1, n)]
         assert expect[1:5] == [c + 15, c + 36, c + 56, c + 77]
     else:
         expect = [c]
         for k in range(1, n):
-            expect.append(max(d + 20 * k, expect[-1] + 7))
+            expect.append(max(d + 20 * k, expect[-1] + R))
         assert expect[-1] == d + 20 * (n - 1)        # back on the original grid
     assert g == expect, (burst, x, [a - c for a in g])
     # the counters measure the lateness before the cap (the pacing error)
@@ -546,7 +564,7 @@ def test_burst_cap(burst, ival):
     late = [a - b for a, b in zip(g, ideal, strict=True)]
     assert h.stats == {"late_sum": sum(late), "late_max": x, "expiries": n}, (h.stats, late)
     if burst == 30:
-        assert sum(late) == x + 21
+        assert sum(late) == x + {7: 21, 8: 24}[R]
 
 
 # -- byte mode -----------------------------------------------------------------------------------
@@ -760,7 +778,7 @@ def test_work_conserving_packets():
     - pull a2 (a1 + 20 < a2 < a1 + 40): early grant 4 at a2 (the last packet), next a2 + 20;
     - pull a3 with no backlog: nothing; a TX of 3 packets at x < a2 + 20: grants at a2 + 20,
       a2 + 40, a2 + 60 (no burst after the early grants)."""
-    h = harness()
+    h = harness(small(split=True))
     F3 = 3
 
     async def body(ctx):
@@ -835,21 +853,69 @@ def test_work_conserving_bytes():
 
 # -- the update alone, at its corners -----------------------------------------------------------
 
+def run_pipelined(dp, vectors) -> list[tuple]:
+    """Each ``(regs, state, kind, payload, t)`` vector through the datapath between flip-flops
+    (:class:`hw.nic.flow_datapath.DatapathTop`), ONE NEW VECTOR EVERY CLOCK (the engine's
+    pipeline: a multi-cycle update overlaps the next event's, and the registers may differ
+    from one vector to the next here), the outputs of vector i read ``latency + 1`` clocks
+    after it went in: ``(next_state, wake, expired, late)`` as :func:`run_rtl`'s."""
+    from amaranth.sim import Simulator
+
+    from hw.nic.flow_datapath import DatapathTop, EventKind
+    from tests.datapath_harness import spans, unpack
+    top = DatapathTop(dp, dp.time_width)
+    sp = spans(dp.state_layout)
+    lag = dp.latency + 1
+    results = []
+
+    async def bench(ctx):
+        for i in range(len(vectors) + lag):
+            if i < len(vectors):
+                regs, state, kind, payload, t = vectors[i]
+                ctx.set(top.regs.as_value(), dp.regs_layout.const(regs).as_bits())
+                ctx.set(top.state.as_value(), dp.state_layout.const(state).as_bits())
+                ctx.set(top.kind, kind)
+                ctx.set(top.tx_bytes, payload if kind == EventKind.TX else 0)
+                ctx.set(top.cn.as_value(), (payload or 0) if kind == EventKind.CN else 0)
+                ctx.set(top.t, t)
+            if i >= lag:
+                expired = bool(ctx.get(top.expired))
+                results.append((unpack(sp, ctx.get(top.next_state.as_value())),
+                                ctx.get(top.wake) if ctx.get(top.wake_valid) else None,
+                                expired, ctx.get(top.late) if expired else 0, None))
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return results
+
+
 def test_update_corners_against_model():
-    """The packet-only update alone (one update per vector, combinational: ``run_rtl``) against
-    the model's, on states the engine reaches rarely: deadlines within a few cycles of ``t`` and
-    of ``t - burst`` (the burst cap's edge), fractions near 0 and all ones, intervals from
-    below a cycle up, a CN on a due flow (its candidate due, below the cap or not), backlogs
-    at 0, 1 and the maximum, pulls with ``wc``.  The short-loop update computes every sum and
-    compare in parallel and selects (docs/pacer.md "The update alone"); each select must be
-    the serial rule's value: 600 vectors (30000 with ``CC_LONG``)."""
+    """The packet-only update alone against the model's, on states the engine reaches rarely:
+    deadlines within a few cycles of ``t`` and of ``t - burst`` (the burst cap's edge),
+    fractions near 0 and all ones, intervals from below a cycle up, a CN on a due flow (its
+    candidate due, below the cap or not), backlogs at 0, 1 and the maximum, pulls with
+    ``wc``.  The short-loop update computes every sum and compare in parallel and selects
+    (docs/pacer.md "The update alone"); each select must be the serial rule's value.  The
+    split update (``split_update``, two cycles) gets 500 vectors one per clock
+    (``run_pipelined``: each vector's second cycle overlaps the next one's first, so a select
+    that read a first-cycle value unregistered would take the next vector's), the one-cycle
+    update 100 (combinational: ``run_rtl``; the same phases without the registers); 30000 and
+    6000 with ``CC_LONG``."""
     from hw.nic.flow_datapath import EventKind as MK
     from tests.datapath_harness import run_rtl
-    cfg = small()
+    for split, count in ((True, 500), (False, 100)):
+        _corners(small(split=split), count * (60 if CC_LONG else 1), MK,
+                 run_pipelined if split else run_rtl)
+
+
+def _corners(cfg, count, MK, run):
     dp = PacerDatapath(cfg)
     model = PacerDatapathModel(dp)
     rng = random.Random(SEED + 12)
-    print(f"seed {SEED + 12}")
+    print(f"seed {SEED + 12}, split_update {cfg.split_update}")
     W, NW = cfg.engine.time_width, cfg.next_width
     bl_max, iv_max = (1 << cfg.backlog_width) - 1, (1 << cfg.ival_width) - 1
 
@@ -861,7 +927,7 @@ def test_update_corners_against_model():
                            rng.randrange(iv_max + 1), iv_max])
 
     vectors = []
-    for _ in range(30000 if CC_LONG else 600):
+    for _ in range(count):
         t = rng.randrange(1 << W)
         burst = rng.choice([0, 1, 2, 5, rng.randrange(1 << cfg.burst_width)])
         base = rng.choice([t, t - burst, t + 1, t - 1, rng.randrange(1 << W)])
@@ -884,7 +950,7 @@ def test_update_corners_against_model():
             regs["burst"] = rng.choice([0, 1, 1000])
             kind, payload = MK.TX, rng.randint(1, 3)
         vectors.append((regs, state, kind, payload, t))
-    got = run_rtl(dp, vectors)
+    got = run(dp, vectors)
     grants = 0
     for (regs, state, kind, payload, t), (nxt, wake, expired, late, _) in \
             zip(vectors, got, strict=True):

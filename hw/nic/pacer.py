@@ -74,9 +74,13 @@ class PacerDatapath(FlowDatapath):
     packets enqueued, and the bytes of the packet sent for the last grant, 0 = no report;
     ``{count}`` alone in a packet-only build); ``cn`` events carry ``{ival}`` (a new interval).
     Latency: packet-only build 1 (the engine's one-cycle modify stage: one event per clock,
-    same-flow events back to back); byte-mode build 2 (the ``size_width x (W + F)``
-    multiplier has the first modify cycle to itself: one event per clock across flows, the
-    engine keeps two events of ONE flow at least 2 cycles apart).
+    same-flow events back to back); 2 with ``split_update`` (the sums and compares in the
+    first cycle, registered, the selects in the second) and in a byte-mode build (the
+    ``size_width x (W + F)`` multiplier has the first modify cycle to itself, the whole update
+    the second).  At latency 2: one event per clock across flows, the engine keeps two events
+    of ONE flow at least 2 cycles apart (its write-back forwarding then delivers the first's
+    result to the second; no half-done update is ever forwarded) and a grant's next deadline
+    can pop 8 cycles after it at the earliest (``PacerConfig.min_interval``).
     """
 
     name = "pacer"
@@ -84,8 +88,9 @@ class PacerDatapath(FlowDatapath):
 
     def __init__(self, config: PacerConfig | None = None):
         self.config = cfg = PacerConfig() if config is None else config
-        # byte mode: a modify cycle of its own for the multiplier (see build)
-        self.latency = 2 if cfg.byte_mode else 1
+        # byte mode: a modify cycle of its own for the multiplier (see build); split_update:
+        # the sums and compares, then the selects (see _update)
+        self.latency = cfg.latency
         self.time_width = cfg.engine.time_width
         self.frac_bits = cfg.frac_bits
         # fields 0 ... 4 as before the byte mode (their ctl WRITE numbers are unchanged)
@@ -125,14 +130,18 @@ class PacerDatapath(FlowDatapath):
         # t as a biased deadline: t + 1 - 2**-F (fraction all ones); t - burst, the earliest
         # deadline a grant keeps (registers do not change while an event is in flight); and
         # the constant operands of the update's three-operand compares (see _update): tb + 2
-        # (tb - x - y = tb + 2 + ~x + ~y) and -(t - burst) in the integer part, and whether
-        # t - burst is after t (a cap to it is not due)
+        # (tb - x - y = tb + 2 + ~x + ~y), tb + 2 + ~new (a CN's new interval is the event's:
+        # tb - x - new = tb2n + ~x, one row fewer in the update) and -(t - burst) in the
+        # integer part, and whether t - burst is after t (a cap to it is not due)
         F, W = self.frac_bits, self.time_width
         NW = self.config.next_width
         tmb = (t - regs.burst)[:W]
         tb = Cat(Const((1 << F) - 1, F), t)
-        out = {"tb": tb, "tmb": tmb, "tb2": (tb + 2)[:NW], "tmb_future": ~time_le(tmb, t, W)}
+        tb2 = (tb + 2)[:NW]
+        out = {"tb": tb, "tmb": tmb, "tb2": tb2, "tb2n": (tb2 + ~fit(cn.ival, NW))[:NW]}
         if self.config.byte_mode:
+            # (a packet-only build's cap compares are of sums, never of t - burst itself)
+            out["tmb_future"] = ~time_le(tmb, t, W)
             out["ntmb"] = Cat(Const(0, F), (-tmb)[:W])
         return out
 
@@ -154,7 +163,9 @@ class PacerDatapath(FlowDatapath):
         is_tx = kind == EventKind.TX
         mul_a = named_wire(m, "pc_mul_a", Mux(is_tx, size, state.last), width=cfg.size_width)
         # (new - old is signed: the assignment to an NW-bit wire sign-extends it)
-        diff = named_wire(m, "pc_mdiff", cn.ival - state.ival, width=NW)
+        # (an expression, not a named wire: Yosys folds the subtraction into the product's
+        # operand and would leave the name unused)
+        diff = fit(cn.ival - state.ival, NW)
         mul_b = named_wire(m, "pc_mul_b", Mux(is_tx, state.ival, diff), width=NW)
         prod = Signal(NW, name="pc_prod")
         m.d.sync += prod.eq((mul_a * mul_b)[:NW])
@@ -171,17 +182,22 @@ class PacerDatapath(FlowDatapath):
                             reg(t, len(Value.cast(t)), "pc_t2"), regs, pre2, prod)
 
     def _update(self, m, state, kind, tx_bytes, cn, t, regs, pre, prod) -> DatapathOut:
-        """The update (one cycle); ``prod`` the byte mode's registered product (None in a
-        packet-only build).
+        """The update; ``prod`` the byte mode's registered product (None in a packet-only
+        build).
 
-        Written for a short loop: every sum the update may need is made from the stored state
-        and the event in parallel (``next + ival``, ``next + new``, ``next + diff`` and the same
-        with the burst cap's deadline ``{next[:F], t - burst}``), and every compare with ``t``
-        or ``t - burst`` of a sum is a three-operand sum (``tb - x - y``, ``x + y - (t -
-        burst)``) reduced by 3:2 compressors (a LUT level or two) to ONE carry chain, not the
-        sum's chain followed by the compare's; the rules below then only select (a mux tree
-        on one-bit flags).  Exactly the results of the serial form (the rules as stated in
-        the module docstring): a select stands for each serial step's value."""
+        Written for a short loop, in two phases: phase 1 makes every sum the update may need
+        from the stored state and the event in parallel (``next + ival``, ``next + new``,
+        ``next + diff`` and the same with the burst cap's deadline ``{next[:F], t - burst}``),
+        and every compare with ``t`` or ``t - burst`` of a sum as a three-operand sum (``tb - x
+        - y``, ``x + y - (t - burst)``) reduced by 3:2 compressors (a LUT level or two) to ONE
+        carry chain, not the sum's chain followed by the compare's; phase 2 then only selects
+        (a mux tree on one-bit flags).  Exactly the results of the serial form (the rules as
+        stated in the module docstring): a select stands for each serial step's value.
+
+        With ``PacerConfig.split_update`` (packet-only builds) phase 1's values are
+        registered between the phases (``pc_r_*``): the update takes two cycles (latency 2).
+        Nothing of phase 2 reads an input or a register directly, so the stage boundary is
+        exactly the dictionary ``a`` below."""
         W, F = self.time_width, self.frac_bits
         cfg = self.config
         NW = cfg.next_width
@@ -193,6 +209,7 @@ class PacerDatapath(FlowDatapath):
         s_wait = s.wait if B else Const(0, 1)
         tb, tmb, tb2 = pre["tb"], pre["tmb"], pre["tb2"]
         bl_max = (1 << cfg.backlog_width) - 1
+        BW = cfg.backlog_width
 
         def wire(name, expr):
             # (a plain value, not a named wire: Yosys merges the many sums' nets and would
@@ -216,49 +233,36 @@ class PacerDatapath(FlowDatapath):
             # of x + y + {0, -(t - burst)} (the subtrahend's fraction is 0: exact)
             return named_wire(m, name, add3(name + "_s", x, y, pre["ntmb"])[NW - 1])
 
+        # ---- phase 1: the sums and compares, from the stored state, the event and t --------
+        a = {}
         N = s.next
         ival = fit(s.ival, NW)
         new = fit(cn.ival, NW)
+        a.update(armed=s.armed, grants=s.grants, next=N, tb=tb)
         # the burst cap's deadline: the grid's sub-cycle phase kept, the integer part t - burst
         T = wire("pc_capn", Cat(N[:F], tmb))
-
-        # 1. the due timer, as of its deadline (a byte-mode flow waiting for the size of its
-        # last packet has no deadline yet)
-        due_t = named_wire(m, "pc_due_t", time_le(N[F:], t, W))
-        due = named_wire(m, "pc_due", s.armed & ~s_wait & due_t)
-        has = s.backlog != 0
-        g1 = named_wire(m, "pc_g1", due & has)
-        # the backlog: its sums with the event's count for both outcomes of step 1 (no grant,
-        # a grant: one less) in parallel with the due compare, then selected by g1 (a grant in
-        # step 1 implies backlog >= 1; a grant in step 3 or 4 implies none in step 1)
-        BW = cfg.backlog_width
-        bl_dec = _trunc(s.backlog - 1, width=BW)
-        bl1_nz = named_wire(m, "pc_bl1_nz", Mux(g1, s.backlog != 1, has))
-        armed1 = named_wire(m, "pc_armed1", s.armed & ~(due & ~has))
+        # the due compare (t - next[F:]: its sign, its value the lateness)
+        late_n = _trunc(t - N[F:], width=W)
+        a.update(due_t=~late_n[W - 1], late_n=late_n, has=s.backlog != 0,
+                 bl_ne1=s.backlog != 1)
         # the burst cap (a grant's deadline is at least t - burst, its fraction kept); only
         # used for a due flow, whose lateness t - next[F:] is in [0, 2**(W-1)), like burst: so
         # the sign of next[F:] - (t - burst) = burst - lateness is exact
-        low1 = named_wire(m, "pc_low1", ~time_le(tmb, N[F:], W))
-        base1 = wire("pc_base1", Mux(low1, T, N))
+        a["low1"] = ~time_le(tmb, N[F:], W)
         # the four sums of a deadline and an interval, in parallel (NC, TC: a grant then a CN,
-        # base1 + ival + (new - ival) = base1 + new)
-        NI, TI = wire("pc_ni", N + ival), wire("pc_ti", T + ival)
-        NC, TC = wire("pc_nc", N + new), wire("pc_tc", T + new)
-        # packet mode: the next deadline now; byte mode: charged when the size is reported
-        next1 = wire("pc_next1", Mux(g1, Mux(s_bytes, base1, Mux(low1, TI, NI)), N))
-        wait1 = named_wire(m, "pc_wait1", s_wait | (g1 & s_bytes))
-        # next1 after t: each alternative's compare, selected (T's integer part is t - burst)
-        f_ni = vs_t("pc_t_ni", N, ival)[NW - 1]
-        f_ti = vs_t("pc_t_ti", T, ival)[NW - 1]
-        future1 = named_wire(m, "pc_future1",
-                             Mux(g1, Mux(s_bytes, Mux(low1, pre["tmb_future"], ~due_t),
-                                         Mux(low1, f_ti, f_ni)),
-                                 ~due_t))
-
-        # 2. the event
+        # base1 + ival + (new - ival) = base1 + new), and the compares of NI, TI with t
+        a.update(NI=wire("pc_ni", N + ival), TI=wire("pc_ti", T + ival),
+                 NC=wire("pc_nc", N + new), TC=wire("pc_tc", T + new),
+                 f_ni=vs_t("pc_t_ni", N, ival)[NW - 1], f_ti=vs_t("pc_t_ti", T, ival)[NW - 1])
+        # the event
         is_tx = kind == EventKind.TX
         is_cn = kind == EventKind.CN
         n = tx_bytes[:cfg.count_width]
+        a.update(is_tx=is_tx, is_cn=is_cn, n_nz=n != 0)
+        # the backlog: its sums with the event's count for both outcomes of step 1 (no grant,
+        # a grant: one less), selected in phase 2 by g1 (a grant in step 1 implies backlog
+        # >= 1; a grant in step 3 or 4 implies none in step 1)
+        bl_dec = _trunc(s.backlog - 1, width=BW)
         # (tot1, backlog + n - 1, is used where backlog >= 1, or where backlog + n >= 1 below)
         TW = max(BW, cfg.count_width) + 1
         tot0 = named_wire(m, "pc_tot0", s.backlog + n, width=TW)
@@ -267,58 +271,131 @@ class PacerDatapath(FlowDatapath):
         t1r = compress([fit(s.backlog, TW), fit(n, TW), Const((1 << TW) - 1, TW)], TW)
         tot1 = _trunc(t1r[0] + t1r[1], width=TW)
         over0, over1 = tot0[BW:].any(), tot1[BW:].any()
-        bl2_0 = _trunc(Mux(is_tx, Mux(over0, bl_max, tot0), s.backlog),
-                           width=BW)
-        bl2_1 = _trunc(Mux(is_tx, Mux(over1, bl_max, tot1), bl_dec),
-                           width=BW)
-        bl2_nz = named_wire(m, "pc_bl2_nz", Mux(g1, Mux(is_tx, tot1 != 0, s.backlog != 1),
-                                                Mux(is_tx, tot0 != 0, has)))
-        # bl2 - 1 without a grant in step 1 (bl2 >= 1 where used: a grant in step 3 or 4)
-        bl2_0d = _trunc(Mux(is_tx, Mux(over0, bl_max - 1, tot1), bl_dec), width=BW)
-        # (a flow waiting for a size report keeps its pending charge: not re-armed; a flow
-        # with a backlog but not armed, which only a register write makes, is armed like an
-        # idle one: ~armed1 is early, the OR is off the bl1 carry path)
-        arm = named_wire(m, "pc_arm", is_tx & (~bl1_nz | ~armed1) & (n != 0) & ~wait1)
-        # (new - old is signed: the assignment to an NW-bit wire sign-extends it)
+        a.update(
+            bl2_0=_trunc(Mux(is_tx, Mux(over0, bl_max, tot0), s.backlog), width=BW),
+            bl2_1=_trunc(Mux(is_tx, Mux(over1, bl_max, tot1), bl_dec), width=BW),
+            # bl2 - 1 without a grant in step 1 (bl2 >= 1 where used: a grant in step 3 or 4)
+            bl2_0d=_trunc(Mux(is_tx, Mux(over0, bl_max - 1, tot1), bl_dec), width=BW),
+            # bl2 != 0 after a grant in step 1 (nz1) and without one (nz0)
+            nz1=Mux(is_tx, tot1 != 0, s.backlog != 1),
+            nz0=Mux(is_tx, tot0 != 0, s.backlog != 0))
         # the CN's candidate next1 + diff: without a grant next + diff, after a packet-mode
         # grant base1 + new
         # (diff = new - ival mod 2**NW is never made on its own, its carry chain would come
         # before the sum's: next + diff = next + new + ~ival + 1 and tb - next - diff = tb + 2 +
         # ~next + ~new + ival, four rows each)
-        NOT_I = ~ival
-        ND = add3("pc_nd", N, new, NOT_I, Const(1, NW))
-        t_nd = add3("pc_t_nd", tb2, ~N, ~new, ival)
-        cand_p = wire("pc_cand_p", Mux(g1, Mux(low1, TC, NC), ND))
-        future_p = Mux(g1, Mux(low1, vs_t("pc_t_tc", T, new)[NW - 1],
-                               vs_t("pc_t_nc", N, new)[NW - 1]),
-                       t_nd[NW - 1])
-        # (where step 3 grants the candidate (it is due: step 1 did not grant, next1 = next)
-        # it is a byte-mode report's: a due CN candidate is replaced by tb; so the cap
-        # compare of the candidate exists in a byte-mode build only, and the lateness here is
-        # that of the event's change only where the flow is not granted)
-        low_c = Const(0, 1)
-        late_c = t_nd[F:]
+        # (the + 1 is the carry row's free bit 0: one compressor level; tb + 2 + ~new is a
+        # pre value: three rows, one level; tb - T - new and tb - N - new two rows)
+        tb2n = pre["tb2n"]
+        nd0, nd1 = compress([N, new, ~ival], NW)
+        t_nd = add3("pc_t_nd", tb2n, ~N, ival)
+        a.update(ND=wire("pc_nd", nd0 + (nd1 | 1)), f_nd=t_nd[NW - 1],
+                 late_nd=t_nd[F:], f_tc=wire("pc_t_tc", tb2n + ~T)[NW - 1],
+                 f_nc=wire("pc_t_nc", tb2n + ~N)[NW - 1])
+        # 4's pull (work-conserving: an empty tx event, no packets, no size report, with
+        # register wc = 1) and the early grant's deadline (packet mode tb + ival); the
+        # interval after the event and tb + it (one of two sums: the event's kind is known)
+        size = tx_bytes[cfg.count_width:cfg.tx_width] if B else Const(0, 1)
+        tbi, tbn = wire("pc_tbi", tb + ival), wire("pc_tbn", tb + new)
+        a.update(pull=is_tx & (n == 0) & (size == 0) & regs.wc, tbi=tbi,
+                 tb_i=Mux(is_cn, tbn, tbi),
+                 ival2=Mux(is_cn, cn.ival, s.ival),
+                 ginc=Mux(s.grants == (1 << cfg.grant_width) - 1, 1, s.grants + 1))
         if B:
-            size = tx_bytes[cfg.count_width:cfg.tx_width]
-            # a size report for the last grant of a byte-mode flow (step 1 did not grant: the
-            # flow was waiting)
-            report = named_wire(m, "pc_report", is_tx & s.bytes & s.wait & (size != 0))
             # where the product (computed in the first modify cycle) is used (byte mode: a
             # report, a CN) step 1 did not grant (the flow waited, or its grant made it wait
             # and the CN does not move it), so next1 = s.next: the product is added to the
             # stored deadline, not behind step 1's adder; both candidates and their compares
             # in parallel
-            cand_b = wire("pc_cand_b", N + prod)
             t_nb = vs_t("pc_t_nb", N, prod)
-            cand = wire("pc_cand", Mux(s.bytes, cand_b, cand_p))
-            cand_future = named_wire(m, "pc_cand_future",
-                                     Mux(s.bytes, t_nb[NW - 1], future_p))
-            low_c = below_cap("pc_low_nb", N, prod)
-            late_c = Mux(s.bytes, t_nb[F:], late_c)
+            a.update(bytes=s.bytes, wait=s.wait, last=s.last, size=size, T=T, tmb=tmb,
+                     tmb_future=pre["tmb_future"], cand_b=wire("pc_cand_b", N + prod),
+                     f_nb=t_nb[NW - 1], late_nb=t_nb[F:],
+                     low_nb=add3("pc_low_nb_s", N, prod, pre["ntmb"])[NW - 1])
+        # the one-bit flags of steps 1 and 2 that phase 1's compares decide on their own (a
+        # LUT level or two after the carry chains; in the split update the stage boundary
+        # comes after them, so the second cycle only combines a few flags and selects)
+        s_bytes = a["bytes"] if B else Const(0, 1)
+        s_wait = a["wait"] if B else Const(0, 1)
+        # 1. the due timer, as of its deadline (a byte-mode flow waiting for the size of its
+        # last packet has no deadline yet)
+        due_t = a["due_t"]
+        due = a["armed"] & ~s_wait & due_t
+        has = a["has"]
+        g1 = named_wire(m, "pc_g1", due & has)
+        low1 = a["low1"]
+        # next1 after t: each alternative's compare, selected (T's integer part is t - burst)
+        fut_g = Mux(low1, a["f_ti"], a["f_ni"])
+        if B:
+            fut_g = Mux(s_bytes, Mux(low1, a["tmb_future"], ~due_t), fut_g)
+        # 2. the event: the CN candidate's compare (a byte-mode candidate's below)
+        future_p = Mux(g1, Mux(low1, a["f_tc"], a["f_nc"]), a["f_nd"])
+        a.update(g1=g1, bl1_nz=Mux(g1, a["bl_ne1"], has),
+                 armed1=a["armed"] & ~(due & ~has),
+                 wait1=s_wait | (g1 & s_bytes),
+                 future1=Mux(g1, fut_g, ~due_t),
+                 bl2_nz=Mux(g1, a["nz1"], a["nz0"]))
+        if B:
+            # a size report for the last grant of a byte-mode flow (step 1 did not grant: the
+            # flow was waiting)
+            a.update(report=a["is_tx"] & a["bytes"] & a["wait"] & (a["size"] != 0),
+                     cand_future=Mux(s_bytes, a["f_nb"], future_p))
         else:
-            report = Const(0, 1)
-            cand, cand_future = cand_p, future_p
-        resched = named_wire(m, "pc_resched", is_cn & armed1 & ~wait1)
+            a.update(report=Const(0, 1), cand_future=future_p)
+        # (a flow waiting for a size report keeps its pending charge: not re-armed; a flow
+        # with a backlog but not armed, which only a register write makes, is armed like an
+        # idle one)
+        a.update(arm=a["is_tx"] & (~a["bl1_nz"] | ~a["armed1"]) & a["n_nz"] & ~a["wait1"],
+                 resched=a["is_cn"] & a["armed1"] & ~a["wait1"])
+        if not B:
+            # packet-only: step 4's early grant (a pull makes no grant in step 1, so its
+            # future1 is ~due_t: no long compare) and step 3's grant condition but sel_tb
+            # (see _packet_selects)
+            a.update(early=a["pull"] & ~g1 & a["armed1"] & a["bl1_nz"] & ~due_t,
+                     g2_if_tb=~g1 & a["bl2_nz"])
+
+        if cfg.split_update:
+            # the stage boundary of the two-cycle update: each value phase 2 reads is
+            # registered on its first read (``A``), so no register is left unread
+            regd = {}
+
+            def A(name):
+                if name not in regd:
+                    v = a[name]
+                    regd[name] = r = Signal(Value.cast(v).shape(), name=f"pc_r_{name}")
+                    m.d.sync += r.eq(v)
+                return regd[name]
+        else:
+            A = a.__getitem__
+
+        # ---- phase 2: the selects, on phase 1's values only (through A) ----------------------
+        if not B:
+            return self._packet_selects(m, A)
+        N, tb = A("next"), A("tb")
+        g1, low1, future1, armed1 = A("g1"), A("low1"), A("future1"), A("armed1")
+        wait1, bl1_nz, cand_future = A("wait1"), A("bl1_nz"), A("cand_future")
+        report, resched, arm, is_cn = A("report"), A("resched"), A("arm"), A("is_cn")
+        s_bytes = A("bytes") if B else Const(0, 1)
+        NI, TI, NC, TC = A("NI"), A("TI"), A("NC"), A("TC")
+        # packet mode: the next deadline now; byte mode: charged when the size is reported
+        if B:
+            base1 = wire("pc_base1", Mux(low1, A("T"), N))
+            next1 = wire("pc_next1", Mux(g1, Mux(s_bytes, base1, Mux(low1, TI, NI)), N))
+        else:
+            next1 = wire("pc_next1", Mux(g1, Mux(low1, TI, NI), N))
+        cand_p = wire("pc_cand_p", Mux(g1, Mux(low1, TC, NC), A("ND")))
+        # (where step 3 grants the candidate (it is due: step 1 did not grant, next1 = next)
+        # it is a byte-mode report's: a due CN candidate is replaced by tb; so the cap
+        # compare of the candidate exists in a byte-mode build only, and the lateness here is
+        # that of the event's change only where the flow is not granted)
+        low_c = Const(0, 1)
+        late_c = A("late_nd")
+        if B:
+            cand = wire("pc_cand", Mux(s_bytes, A("cand_b"), cand_p))
+            low_c = A("low_nb")
+            late_c = Mux(s_bytes, A("late_nb"), late_c)
+        else:
+            cand = cand_p
         # next2 is one of next1, cand, tb; its compares (due at t, below t - burst) are made
         # on each candidate in parallel and selected, not on next2 after its select (tb is due
         # and never capped: its lateness is 0)
@@ -329,7 +406,6 @@ class PacerDatapath(FlowDatapath):
         next2 = wire("pc_next2", Mux(sel_tb, tb, Mux(sel_cand, cand, next1)))
         armed2 = named_wire(m, "pc_armed2", armed1 | arm)
         wait2 = named_wire(m, "pc_wait2", wait1 & ~report)
-        ival2 = named_wire(m, "pc_ival2", Mux(is_cn, cn.ival, s.ival), width=cfg.ival_width)
 
         # 4 (below). work-conserving: a PULL (an empty tx event: no packets, no size report)
         # with register wc = 1 grants a flow that is armed, not waiting, backlogged and NOT due
@@ -338,50 +414,94 @@ class PacerDatapath(FlowDatapath):
         # next := t + ival, byte mode next := t and wait (the report adds size x ival): the
         # flow keeps no credit (no past deadline, so no burst later) and owes nothing.
         # next2 = next1 here (a pull neither arms, nor reports, nor is a CN).
-        size_nz = (tx_bytes[cfg.count_width:cfg.tx_width] != 0) if B else Const(0, 1)
-        pull = named_wire(m, "pc_pull", is_tx & (n == 0) & ~size_nz & regs.wc)
-        early = named_wire(m, "pc_early", pull & ~g1 & armed1 & ~wait1 & bl1_nz & future1)
+        early = named_wire(m, "pc_early", A("pull") & ~g1 & armed1 & ~wait1 & bl1_nz & future1)
         # (tb + ival in parallel with the rest: tb is a register, ival the stored one)
-        next_e = wire("pc_next_e", Mux(s_bytes, tb, tb + ival))
+        next_e = wire("pc_next_e", Mux(s_bytes, tb, A("tbi")))
 
         # 3. a grant caused by the event itself (a late report keeps the grid: lateness, made
         # up under the burst cap, unless the flow had nothing waiting: then no credit, as
         # after idle)
         due2 = Mux(sel_tb, 1, Mux(sel_cand, ~cand_future, ~future1))
-        g2 = named_wire(m, "pc_g2", ~g1 & armed2 & ~wait2 & bl2_nz & due2)
+        g2 = named_wire(m, "pc_g2", ~g1 & armed2 & ~wait2 & A("bl2_nz") & due2)
         g23 = named_wire(m, "pc_g23", g2 | early)
         grant = named_wire(m, "pc_grant", g1 | g23)
-        gmax = (1 << cfg.grant_width) - 1
         # g2 implies no grant in 1, so next1 = next; and no candidate in packet mode (a
         # candidate is selected only if it is not due, or for a byte-mode report): base2 +
         # ival2 is tb + ival2 or next1's capped base plus ival2, one of the four sums above
-        low2 = Mux(sel_tb, 0, Mux(sel_cand, low_c, low1))
-        base2 = wire("pc_base2", Mux(low2, Cat(next2[:F], tmb), next2))
-        tb_i = wire("pc_tb_i", tb + ival2)
         charged2 = wire("pc_charged2",
-                        Mux(sel_tb, tb_i, Mux(is_cn, Mux(low1, TC, NC), Mux(low1, TI, NI))))
+                        Mux(sel_tb, A("tb_i"), Mux(is_cn, Mux(low1, TC, NC), Mux(low1, TI, NI))))
+        if B:
+            low2 = Mux(sel_tb, 0, Mux(sel_cand, low_c, low1))
+            base2 = wire("pc_base2", Mux(low2, Cat(next2[:F], A("tmb")), next2))
+            charged2 = Mux(s_bytes, base2, charged2)
 
         nxt = Signal(self.state_layout, name="pc_state")
         m.d.comb += [
-            nxt.grants.eq(Mux(grant, Mux(s.grants == gmax, 1, s.grants + 1), s.grants)),
-            nxt.backlog.eq(Mux(g1, bl2_1, Mux(g23, bl2_0d, bl2_0))),
+            nxt.grants.eq(Mux(grant, A("ginc"), A("grants"))),
+            nxt.backlog.eq(Mux(g1, A("bl2_1"), Mux(g23, A("bl2_0d"), A("bl2_0")))),
             nxt.armed.eq(armed2),
-            nxt.next.eq(Mux(early, next_e, Mux(g2, Mux(s_bytes, base2, charged2), next2))),
-            nxt.ival.eq(ival2),
+            nxt.next.eq(Mux(early, next_e, Mux(g2, charged2, next2))),
+            nxt.ival.eq(A("ival2")),
         ]
         if B:
             m.d.comb += [
-                nxt.bytes.eq(s.bytes),
-                nxt.wait.eq(wait2 | (g23 & s.bytes)),
-                nxt.last.eq(Mux(report, size, s.last)),
+                nxt.bytes.eq(s_bytes),
+                nxt.wait.eq(wait2 | (g23 & s_bytes)),
+                nxt.last.eq(Mux(report, A("size"), A("last"))),
             ]
         nxt_wait = wait2 | (g23 & s_bytes)
         # (an early grant is 0 late: it is not behind its schedule; t - next2[F:] selected
         # like next2: 0 for tb, the candidate's from its compare, else t - next[F:])
-        late_n = (t - N[F:])[:W]
+        late_n = A("late_n")
         late = Mux(g1, late_n, Mux(early | sel_tb, 0, Mux(sel_cand, late_c, late_n)))
         return DatapathOut(next_state=nxt, wake_valid=nxt.armed & ~nxt_wait, wake=nxt.next[F:],
                            expired=grant, late=late)
+
+
+    def _packet_selects(self, m, A) -> DatapathOut:
+        """Phase 2 of a packet-only build: the rules of the byte-mode build's phase 2 with the
+        byte-mode terms 0 (no report, no wait), simplified so that the 42-bit selects wait
+        for few flags:
+
+        - the long compares (``future1``, the CN candidate's) matter only after a grant in
+          step 1 (without it they are ``~due_t`` and the ``ND`` compare, phase 1's);
+        - a grant in step 3 (``g2``) implies ``sel_tb`` (the flow re-armed or re-scheduled at
+          ``t``: a flow that is due without one is granted in step 1, or it is idle and only
+          an arming makes it due; a candidate is taken only when not due), so ``g2 = sel_tb
+          & ~g1 & bl2_nz`` and its deadline is ``tb + ival2``;
+        - an early grant (a pull: no arming, no CN) implies neither select;
+        - ``late`` is read only with ``expired``: ``t - next[F:]`` after a grant in step 1,
+          else 0 (a grant in step 3 is at ``tb``, an early one is 0 late)."""
+        F = self.frac_bits
+        g1, low1 = A("g1"), A("low1")
+        # (the compares of next1 and of the CN candidate, each selected among its parallel
+        # versions in phase 1)
+        future1, cand_future = A("future1"), A("cand_future")
+        armed1, arm, resched = A("armed1"), A("arm"), A("resched")
+        sel_cand = named_wire(m, "pc_sel_cand", resched & cand_future)
+        sel_tb = named_wire(m, "pc_sel_tb",
+                            (arm & ~(armed1 & future1)) | (resched & ~cand_future))
+        g2_if_tb = A("g2_if_tb")
+        g2 = named_wire(m, "pc_g2", sel_tb & g2_if_tb)
+        early = A("early")
+        g23 = named_wire(m, "pc_g23", g2 | early)
+        grant = named_wire(m, "pc_grant", g1 | g23)
+        NI, TI, NC, TC, N, tb = A("NI"), A("TI"), A("NC"), A("TC"), A("next"), A("tb")
+        # no selects, no grant in step 3: next1, or tb + ival for an early grant (which
+        # implies no grant in step 1)
+        keep = Mux(early, A("tbi"), Mux(g1, Mux(low1, TI, NI), N))
+        cand = Mux(g1, Mux(low1, TC, NC), A("ND"))
+        nxt = Signal(self.state_layout, name="pc_state")
+        m.d.comb += [
+            nxt.grants.eq(Mux(grant, A("ginc"), A("grants"))),
+            nxt.backlog.eq(Mux(g1, A("bl2_1"), Mux(g23, A("bl2_0d"), A("bl2_0")))),
+            nxt.armed.eq(A("armed1") | arm),
+            # (under sel_tb, g2 is g2_if_tb: the 42-bit select waits for sel_tb only)
+            nxt.next.eq(Mux(sel_tb, Mux(g2_if_tb, A("tb_i"), tb), Mux(sel_cand, cand, keep))),
+            nxt.ival.eq(A("ival2")),
+        ]
+        return DatapathOut(next_state=nxt, wake_valid=nxt.armed, wake=nxt.next[F:],
+                           expired=grant, late=Mux(g1, A("late_n"), 0))
 
 
 def _trunc(expr, width: int) -> Value:

@@ -28,7 +28,8 @@ __all__ = ["PacerConfig", "MIN_INTERVAL"]
 #: inserted into the wheel at the grant's write-back and can pop REEVAL = 7 cycles after the
 #: grant at the earliest (a one-cycle datapath: pipeline 3 + wheel insert latency 4).  Shorter
 #: intervals are served at one grant per 7 cycles (156.25 MHz / 7 = 22.3 M grants/s per flow).
-#: A byte-mode build (datapath latency 2) re-issues after ``reeval(2)`` = 8 cycles.
+#: A build whose datapath latency is 2 (``byte_mode`` or ``split_update``) re-issues after
+#: ``reeval(2)`` = 8 cycles: ``PacerConfig.min_interval``.
 MIN_INTERVAL = reeval(1)
 
 
@@ -49,6 +50,11 @@ class PacerConfig(BlockConfig):
       ``bytes_init`` register, the ``size`` of a ``tx`` payload and one ``size_width x (W + F)``
       multiplier in the one-cycle update).  Off (the default) the pacer is packets only and
       keeps its Fmax without the multiplier (docs/pacer.md, "Byte mode is a build option").
+      A byte-mode build's update takes 2 cycles (the multiplier's own first);
+    split_update: a packet-only build's update over two cycles (the sums and compares, then
+      the selects: datapath latency 2, the engine keeps two events of one flow 2 cycles apart
+      and re-issues a flow's next deadline after 8 cycles, not 7); off (the default) the
+      one-cycle update.  Not with ``byte_mode`` (docs/pacer.md, "The update alone").
     """
 
     engine: FlowEngineConfig = FlowEngineConfig()
@@ -59,6 +65,7 @@ class PacerConfig(BlockConfig):
     grant_width: int = 16
     size_width: int = 14
     byte_mode: bool = False
+    split_update: bool = False
 
     def __post_init__(self):
         if not isinstance(self.engine, FlowEngineConfig):
@@ -73,12 +80,29 @@ class PacerConfig(BlockConfig):
         check_int(self, "grant_width", self.grant_width, 2, 32)
         check_int(self, "size_width", self.size_width, 1, 16)
         check_bool(self, "byte_mode", self.byte_mode)
+        check_bool(self, "split_update", self.split_update)
+        if self.split_update and self.byte_mode:
+            raise ConfigError(self, "split_update", True,
+                              "False with byte_mode (a byte-mode build's update is already two "
+                              "cycles: the multiplier's, then the update)")
 
     # -- derived -------------------------------------------------------------------------
     @property
     def ival_width(self) -> int:
         """Bits of an interval: ``ival_int_bits + frac_bits``."""
         return self.ival_int_bits + self.frac_bits
+
+    @property
+    def latency(self) -> int:
+        """Clock cycles of the datapath's update (the engine's modify stage): 1, or 2 in a
+        ``byte_mode`` or ``split_update`` build."""
+        return 2 if self.byte_mode or self.split_update else 1
+
+    @property
+    def min_interval(self) -> int:
+        """The shortest interval (cycles) paced with lateness 0: the engine's re-issue distance
+        ``reeval(latency)``, 7 cycles (:data:`MIN_INTERVAL`) or 8 at latency 2."""
+        return reeval(self.latency)
 
     @property
     def next_width(self) -> int:

@@ -216,7 +216,8 @@ class GrantLog:
     """Collects grants from a :class:`~sim.models.flow_engine.FlowEngineModel` running the
     pacer: call :meth:`take` with each cycle's ``rate`` payload that was taken.  With the
     ``rate`` stream always ready, a grant issued at cycle c is on ``rate`` at c + 4 (the engine's
-    latency; c + 5 in a byte-mode build, whose datapath latency is 2), so its cycle is the
+    latency; c + 5 in a byte-mode or ``split_update`` build, whose datapath latency is 2: the
+    model takes it from the datapath's ``latency``), so its cycle is the
     record's cycle - 4 (- 5)."""
 
     def __init__(self, engine_model):
