@@ -441,14 +441,52 @@ def test_search_right_after_a_leave_sees_the_word_free(group_words):
     assert len(r.pops) == 80
 
 
+@pytest.mark.parametrize("group_words,gap", [(None, False), (8, False), (None, True)],
+                         ids=["K4", "K8", "K4-gap"])
+def test_search_right_after_a_leave_l6(group_words, gap):
+    """The same at insert latency 6 (CFG4_L6: the cursor looks 2 ahead, 3-entry pop
+    buffer), where the search's view takes the cursor's leave a cycle late (the flags and
+    the group lists are registered without it; the search applies it from registers).
+    The consumer stalls until cycle 72; 66 late entries (cycle c, deadline c) arrive from
+    cycle 0: entry c takes time c + 6 (while the cursor keeps up, and, once it lags, from
+    the park point 8 + 3 + 16 = 27 on, one after the other), so times 6 ... 71 are taken;
+    the cursor issues 6, 7, 8 into the pipeline and buffer and stops in word 2 (times
+    8 ... 11): its window 8 ... 71 is full.  From the release the cursor pops one per cycle
+    and leaves word 2 + j at cycle 75 + 4j (the issue of its last time, 11 + 4j), which
+    frees times 72 + 4j ... 75 + 4j, the window's last word.  16 late entries, one per
+    cycle from 75: each is parked (target 27 + 4j < its time) and the only free times in
+    its room are those freed, so the i-th takes time 72 + i (slot 8 + i) in insert order;
+    the entries accepted at 75, 79, 83, 87 are searched in the cycle right after the leave
+    that freed their word.  With 4 words per group their targets (words 6 ... 9) are in
+    another group than the left words 2 ... 5: found only in the left word's group list,
+    corrected by the delayed leave; with 8 words per group words 2 and 3 are in the targets'
+    own group (its registered flags, corrected the same way).  ``gap``: without the entries
+    of cycles 14 ... 17 (times 20 ... 23: word 5 stays empty, the parked entries still fill
+    from 27 on), so the cursor leaves word 4 at 83 and the empty word 5 at once at 84; the
+    entry of 84 (parked at word 9) must take time 81 in word 4, left the cycle before: the
+    cursor's group's second encoding at 84 (selected at 85 as the cursor left word 5) must
+    have the clear of word 4 that the flags take only at the next edge.  The same slots."""
+    plan = {c: (1, 0, c) for c in range(66) if not (gap and 14 <= c <= 17)}
+    # the late entries with distinct flows (gen 1): which one took which slot is visible
+    plan.update({75 + i: (i, 1, 75 + i) for i in range(16)})
+    r = Run(CFG4_L6, 170, _schedule(plan), ready=lambda cyc: cyc >= 72,
+            group_words=group_words).run()
+    first = [t % 64 for t in range(6, 72) if not (gap and 20 <= t <= 23)]
+    assert [p[3] for p in r.pops if p[2] == 0] == first, r.pops
+    assert [(p[1], p[3]) for p in r.pops if p[2] == 1] == [(i, 8 + i) for i in range(16)], \
+        r.pops
+    assert len(r.pops) == len(first) + 16
+
+
 # -- random long run ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cfg,group_words,div", [
     (CFG, None, 2), (CFG4, None, 4),
     # other summary structures (behaviour unchanged): one word per group (the group summary
-    # is the whole search), two words per group, one group (no second level: a shorter run,
-    # which pays for test_search_right_after_a_leave_sees_the_word_free)
-    (CFG, 1, 4), (CFG, 2, 4), (CFG, 16, 8), (CFG4, 2, 4),
+    # is the whole search; a fifth of the cycles, which pays for
+    # test_search_right_after_a_leave_l6), two words per group, one group (no second level: a
+    # shorter run, which pays for test_search_right_after_a_leave_sees_the_word_free)
+    (CFG, 1, 5), (CFG, 2, 4), (CFG, 16, 8), (CFG4, 2, 4),
     # with the read stage (three candidates; the summary structures that stress them)
     (CFG_L5, None, 4), (CFG4_L5, None, 4), (CFG_L5, 2, 4), (CFG4_L5, 2, 4),
     # with the pop buffer (back-pressure reaches the cursor a cycle later, through the buffer;

@@ -42,7 +42,8 @@ Structure
   first NC groups after g0 (cyclically) with a non-full word (a first-NC encoder over the G
   second-level bits; the j-th of them contributes its first NC - j non-full words: a G:1
   multiplexer of the groups' lists, each group's first NC + 1 non-full words encoded a cycle
-  ahead into registers, less the word the last decision filled), then the words at or
+  ahead into registers, the cursor's group a second time with its word non-full, selected
+  if the cursor left it, less the word the last decision filled), then the words at or
   below w0 in g0; the first NC of that sequence are the candidates.  g0's own flags are
   registered by the insert stage (the target is known there) and corrected by the cursor's
   leave of that cycle and the last decision, as the lists are.  NC is one more than the
@@ -54,8 +55,13 @@ Structure
   on the decision's path; until then every reader ORs the last decision in (the search's
   view of ``full``: one LUT per flag; ``nz`` where it is sampled), so what the search sees
   is exactly what it saw with the update in the decision's cycle: same candidates, same
-  cycle behaviour.  When the cursor leaves the word of the last cycle's decision (its one
-  slot issued at once), the leave's clear wins: the word is empty.  The flags themselves
+  cycle behaviour.  The cursor's leave reaches them one cycle late too (from registers:
+  ``leave_r``, the cursor's last word, its group and word one-hot), and every reader clears
+  that word until then (the search's view of ``full``, ``nz`` where it is sampled, the
+  search's own group, the group lists), so ``leave`` reaches only the cursor's own
+  registers; the flags take the leave's clear before the decision's set, as they did.  When
+  the cursor leaves the word of the last cycle's decision (its one slot issued at once), the
+  leave's clear wins: the word is empty.  The flags themselves
   stay 2 x S/B flip-flops (with a one-LUT update each),
   but the logic around them is O(G + K) statements of K or G bits, and every encoder node is
   a named signal (an expression used twice would be emitted twice: nested trees of plain
@@ -267,13 +273,25 @@ class TimerWheel(wiring.Component):
         # and full (all B slots taken), one K-bit register per group and flag; per group the
         # second level "has a non-full word" (combinational, an OR of K bits).  The flags
         # take a decision one cycle after it (from the a_* registers below), so they lack the
-        # last decision: every reader ORs it in (fullw_s, a_at)
+        # last decision: every reader ORs it in (fullw_s, a_at).  They take the cursor's
+        # leave one cycle after it too (from registers: leave_r, and the cursor's word of
+        # last cycle, its group and its word within the group, one-hot each, decoded from
+        # cw without the leave), so ``leave`` reaches no flag and a single register besides
+        # the cursor's own: every reader clears the left word (fullw_s, nz_at)
         K = self.group_words
         lk = K.bit_length() - 1
         G = NW // K
         nzw = [Signal(K, name=f"nz_g{g}") for g in range(G)]
         fullw = [Signal(K, name=f"full_g{g}") for g in range(G)]
         nz = Cat(*nzw)              # flat views (bit w = word w), read at single bits only
+        lv_w = Signal(wib, name="lv_word")  # the cursor's word of last cycle (left if leave_r)
+        lv_hi = Signal(G, name="lv_hi")     # its group, one-hot
+        lv_lo = Signal(K, name="lv_lo")     # its word within the group, one-hot
+        leave_r = Signal()          # the cursor left last cycle (the read was of cw + 3 then)
+
+        def lv_clr(g):
+            """The last leave's clear within group ``g`` (K bits)."""
+            return Mux(leave_r & lv_hi[g], lv_lo, 0)
 
         # -- cursor state ------------------------------------------------------------------
         wbt = Signal(W)             # time of the cursor word's first slot
@@ -289,7 +307,11 @@ class TimerWheel(wiring.Component):
         p2 = Signal(B)
         nz3 = Signal()              # nz of words cw + 3 and cw + 4, sampled with the read
         nz4 = Signal()
-        leave_r = Signal()          # the cursor left last cycle (the read was of cw + 3 then)
+
+        def nz_at(w):
+            """``nz`` of word ``w`` but the last leave's clear (the flags take it a cycle late);
+            the last decision is not in it (see a_at)."""
+            return nz.bit_select(w, 1) & ~(leave_r & (lv_w == w))
 
         # decision stage of the previous cycle (forwarding source)
         a_valid = Signal()
@@ -413,8 +435,12 @@ class TimerWheel(wiring.Component):
 
         # the look-ahead words: the read issued now returns word cw + 3 of next cycle's cursor
         m.d.comb += b_rdc.addr.eq(Mux(leave, cw4, cw3))
-        m.d.sync += [nz3.eq(nz.bit_select(cw3, 1) | a_at(cw3)),
-                     nz4.eq(nz.bit_select(cw4, 1) | a_at(cw4)), leave_r.eq(leave)]
+        m.d.sync += [nz3.eq(nz_at(cw3) | a_at(cw3)),
+                     nz4.eq(nz_at(cw4) | a_at(cw4)), leave_r.eq(leave)]
+        # the cursor's word, registered for the flags (which take the leave a cycle late)
+        # and every reader; decoded from cw, not gated by leave (leave_r is)
+        m.d.sync += [lv_w.eq(cw), lv_lo.eq(Const(1, K) << cw[:lk])]
+        m.d.sync += lv_hi.eq(Const(1, G) << cw[lk:] if G > 1 else 1)
         r_nz = Signal(name="")
         m.d.comb += r_nz.eq(Mux(leave_r, nz4, nz3))
         p1_eff = Signal(B, name="")
@@ -456,34 +482,32 @@ class TimerWheel(wiring.Component):
         # after g0 (cyclically) with a non-full word (the j-th one contributes its first
         # NC - j non-full words), then (c) the words of g0 at or below w0
         i0 = w0[:lk]
-        # the full flags as the search sees them: the registers and the last decision
-        # (a_*), which they take only at the next edge
-        fullw_s = [_sig(m, fullw[g] | Mux(a_full & a_hi[g], a_lo, 0), f"full_s{g}")
-                   for g in range(G)]
+        # the full flags as the search sees them: the registers without the last leave's
+        # word and with the last decision (a_*), which they take only at the next edge
+        fullw_s = [_sig(m, (fullw[g] & ~lv_clr(g)) | Mux(a_full & a_hi[g], a_lo, 0),
+                        f"full_s{g}") for g in range(G)]
         fw_arr = Array(fullw_s)
         if G > 1:
             g0 = w0[lk:]
             # the target's group's flags, registered by the insert stage (s1_fg: the
             # search's view of them a cycle early, the group multiplexers of both target
             # choices in parallel with their compare), then corrected as the group lists
-            # are: the cursor's leave of that cycle clears its word (registered one-hot,
-            # s1_clr, and its group), the last decision (a_*) sets its word if it filled
-            # it.  That is this cycle's fullw_s[g0] exactly: fullw took the leave's clear
-            # and the decision before last at the edge, the last decision is ORed in.
+            # are: the cursor's leave of that cycle clears its word (leave_r, the word's
+            # one-hot lv_lo and its group), the last decision (a_*) sets its word if it filled
+            # it.  That is this cycle's fullw_s[g0] exactly: fullw took the leave before
+            # last and the decision before last at the edge, the last leave is cleared and
+            # the last decision ORed in.
             s1_fg = Signal(K, name="s1_fg")
-            s1_clr = Signal(K, name="s1_clr")
-            s1_cg = Signal(G.bit_length() - 1, name="s1_cg")
             fg_t0 = Signal(K, name="")
             fg_pk = Signal(K, name="")
             m.d.comb += [fg_t0.eq(fw_arr[t0[ws + lk:sb]]), fg_pk.eq(fw_arr[park[ws + lk:sb]])]
-            m.d.sync += [s1_fg.eq(Mux(pick_t0, fg_t0, fg_pk)),
-                         s1_clr.eq(Mux(leave, Const(1, K) << cw[:lk], 0)),
-                         s1_cg.eq(cw[lk:])]
+            m.d.sync += s1_fg.eq(Mux(pick_t0, fg_t0, fg_pk))
             fg_clr = Signal(name="")
             fg_set = Signal(name="")
-            m.d.comb += [fg_clr.eq(s1_cg == g0), fg_set.eq(a_full & (a_word[lk:] == g0))]
+            m.d.comb += [fg_clr.eq(leave_r & (lv_w[lk:] == g0)),
+                         fg_set.eq(a_full & (a_word[lk:] == g0))]
             nf0 = Signal(K)
-            m.d.comb += nf0.eq(~((s1_fg & ~Mux(fg_clr, s1_clr, 0)) | Mux(fg_set, a_lo, 0)))
+            m.d.comb += nf0.eq(~((s1_fg & ~Mux(fg_clr, lv_lo, 0)) | Mux(fg_set, a_lo, 0)))
         else:
             g0 = Const(0, 0)
             nf0 = ~fullw_s[0]
@@ -492,47 +516,74 @@ class TimerWheel(wiring.Component):
         if G > 1:
             # every group's first NC + 1 non-full words, encoded a cycle ahead, in registers
             # (gl_*): encoded from this cycle's view of the flags (fullw_s), which is the
-            # next cycle's fullw but for the cursor's leave, whose clear enters as the last
-            # multiplexer (the cursor's group encoded again with its word non-full, selected
-            # by leave).  The next cycle's search removes from them the word its last
-            # decision (a_*) filled, which was non-full in fullw, so at most one entry goes
-            # and NC remain: the same lists as encoded from that cycle's fullw_s, off the
-            # search's path (the flags, their encoders and a_hi's fan-out to every flag).
+            # next cycle's view but for the cursor's leave.  The leave's correction is
+            # applied a cycle later, as the decision's is: the cursor's group is encoded a
+            # second time with its word non-full, into registers of its own (gla_*), and the
+            # next cycle's search takes that group's list from gla_* if the cursor left
+            # (leave_r and the group's one-hot lv_hi: a 2:1 multiplexer from registers, so
+            # `leave` reaches no list register).  The next cycle's search
+            # then removes from them the word its last decision (a_*) filled, which was
+            # non-full in fullw, so at most one entry goes and NC remain: the same lists as
+            # encoded from that cycle's fullw_s, off the search's path (the flags, their
+            # encoders, a_hi's fan-out to every flag and the cursor's leave).
             NL = NC + 1
             gregs = [[(Signal(name=f"gl{g}_ok{k}"), Signal(lk, name=f"gl{g}_i{k}"))
                       for k in range(NL)] for g in range(G)]
+            aregs = [(Signal(name=f"gla_ok{k}"), Signal(lk, name=f"gla_i{k}"))
+                     for k in range(NL)]
             cgc, clo = cw[lk:], cw[:lk]
             xc = Signal(K, name="")
-            m.d.comb += xc.eq(fw_arr[cgc])
+            # the cursor's group's view of full (fullw_s[cgc]), its corrections applied
+            # after the G:1 multiplexer of the registers, with compares of the group numbers
+            # beside it (not before it on every group's flags)
+            xc_clr = Signal(name="")
+            xc_set = Signal(name="")
+            m.d.comb += [xc_clr.eq(leave_r & (lv_w[lk:] == cgc)),
+                         xc_set.eq(a_full & (a_word[lk:] == cgc))]
+            m.d.comb += xc.eq((Array(fullw)[cgc] & ~Mux(xc_clr, lv_lo, 0))
+                              | Mux(xc_set, a_lo, 0))
             c_oh = Signal(K, name="")
             m.d.comb += c_oh.eq(Const(1, K) << clo)
             alt = _first_n(m, [~xc[i] | c_oh[i] for i in range(K)], NL, "srch_alt")
+            for (r_ok, r_ix), (a_ok, a_ix) in zip(aregs, alt, strict=True):
+                m.d.sync += [r_ok.eq(a_ok), r_ix.eq(a_ix)]
             for g in range(G):
                 lst = _first_n(m, [~fullw_s[g][i] for i in range(K)], NL, f"srch_grp{g}")
-                sel_alt = Signal(name="")
-                m.d.comb += sel_alt.eq(leave & (cgc == g))
-                for (r_ok, r_ix), (ok, ix), (a_ok, a_ix) in zip(gregs[g], lst, alt,
-                                                                 strict=True):
-                    m.d.sync += [r_ok.eq(Mux(sel_alt, a_ok, ok)),
-                                 r_ix.eq(Mux(sel_alt, a_ix, ix))]
-            # this cycle's lists: the registered ones without the last decision's word, if
-            # it filled it (at most one entry removed, the rest move up one); "group g has
-            # a non-full word" from the registers: it lost its only one if the decision
-            # filled a word of g and the list had one entry (that word)
+                for (r_ok, r_ix), (ok, ix) in zip(gregs[g], lst, strict=True):
+                    m.d.sync += [r_ok.eq(ok), r_ix.eq(ix)]
+            # this cycle's lists: the registered ones (the cursor's group's second encoding
+            # if it left a word last cycle) without the last decision's word, if it filled
+            # it (at most one entry removed, the rest move up one); "group g has a non-full
+            # word" from the registers: it lost its only one if the decision filled a word
+            # of g and the list had one entry (that word).  The compares with the decision's
+            # word are made on both sources (the alternative's shared by every group) and
+            # selected, in parallel with the leave's selection
             a_gi = a_word[:lk]
+            a_hit = [_sig(m, a_ok & (a_ix == a_gi), f"srch_ahit{k}")
+                     for k, (a_ok, a_ix) in enumerate(aregs)]
             glists = []
             gnf_b = []
             for g in range(G):
-                lst = gregs[g]
+                lv = _sig(m, leave_r & lv_hi[g], f"srch_lv{g}")
+                lst = [(_sig(m, Mux(lv, a_ok, r_ok), f"srch_l{g}_ok{k}"),
+                        _sig(m, Mux(lv, a_ix, r_ix), f"srch_l{g}_i{k}"))
+                       for k, ((r_ok, r_ix), (a_ok, a_ix)) in enumerate(
+                           zip(gregs[g], aregs, strict=True))]
                 fill = _sig(m, a_full & a_hi[g], f"srch_fill{g}")
                 rm = Const(0, 1)
                 out = []
                 for k in range(NC):
                     ok, ix = lst[k]
-                    rm = _sig(m, rm | (fill & ok & (ix == a_gi)), f"srch_rm{g}_{k}")
+                    r_ok, r_ix = gregs[g][k]
+                    hit = Mux(lv, a_hit[k], r_ok & (r_ix == a_gi))
+                    rm = _sig(m, rm | (fill & hit), f"srch_rm{g}_{k}")
                     out.append((Mux(rm, lst[k + 1][0], ok), Mux(rm, lst[k + 1][1], ix)))
                 glists.append(_sig(m, Cat(*[Cat(ok, ix) for ok, ix in out]), f"srch_grp{g}"))
-                gnf_b.append(lst[0][0] & ~(fill & ~lst[1][0]))
+                # (the left word is non-full and stays in the list: the decision of the
+                # leave's cycle is never in the word the cursor leaves, so gnf is lv or the
+                # registered list's fact, 4 inputs, one LUT as without the leave)
+                r_ok0, r_ok1 = gregs[g][0][0], gregs[g][1][0]
+                gnf_b.append(lv | (r_ok0 & ~(fill & ~r_ok1)))
             gnf = Signal(G, name="")    # group g has a non-full word (anonymous: an alias)
             m.d.comb += gnf.eq(Cat(*gnf_b))
             gh = _first_n(m, [gnf[g] & _lt(g0, g) for g in range(G)], NC, "srch_gh")
@@ -566,9 +617,6 @@ class TimerWheel(wiring.Component):
         m.d.comb += b_rd0.addr.eq(w0)
         for k in range(NC):
             m.d.comb += b_rde[k].addr.eq(e_v[k])
-
-        def nz_at(w):
-            return nz.bit_select(w, 1)
 
         def regs_of(prefix, src=None):
             """The search's results, registered (``src``: the previous stage's registers)."""
@@ -785,19 +833,19 @@ class TimerWheel(wiring.Component):
             m.d.sync += [wbt.eq(wbt + B), cur_bits.eq(p1_eff), p1.eq(p2_eff), p2.eq(r_eff)]
         with m.Else():
             m.d.sync += [cur_bits.eq(bits_after), p1.eq(p1_eff), p2.eq(p2_eff)]
-        # summary: the leave clears the cursor's word, the last cycle's decision (a_*, one
-        # cycle late: off the decision's path) sets its word.  They can meet: a decision at c
-        # into the cursor's word, its one slot issued at c + 1 as the cursor leaves (the
-        # slot is at least now + 2 at the decision, due by the look-ahead at c + 1); the
-        # word is then empty, so the clear wins.  One-hot masks within the group, a
-        # group-select compare per group (the decision's decoded before a_hi / a_lo)
-        clr_oh = Signal(K, name="")
-        m.d.comb += clr_oh.eq(Mux(leave, Const(1, K) << cw[:lk], 0))
+        # summary: the last cycle's leave clears the word the cursor left, the last cycle's
+        # decision (a_*) sets its word, both one cycle late (from registers: off the
+        # cursor's and the decision's paths; every reader applies both until then).  The
+        # leave is applied first, so the flags are what they were with the leave in its own
+        # cycle: then a decision at c into the cursor's word, its one slot issued at c + 1
+        # as the cursor leaves (the slot is at least now + 2 at the decision, due by the
+        # look-ahead at c + 1), is set at the edge after c + 1 and cleared by the leave at
+        # the next, and every reader clears it in between (the word is empty: the clear
+        # wins).  One-hot masks, decoded before the registers (lv_hi / lv_lo, a_hi / a_lo)
         for g in range(G):
-            clr = Mux(cw[lk:] == g, clr_oh, 0) if G > 1 else clr_oh
             st = Mux(a_valid & a_hi[g], a_lo, 0)
-            m.d.sync += [nzw[g].eq((nzw[g] | st) & ~clr),
-                         fullw[g].eq((fullw[g] | Mux(a_full, st, 0)) & ~clr)]
+            m.d.sync += [nzw[g].eq((nzw[g] & ~lv_clr(g)) | st),
+                         fullw[g].eq((fullw[g] & ~lv_clr(g)) | Mux(a_full, st, 0))]
 
         # -- statistics ----------------------------------------------------------------------
         occ = self.occupancy
