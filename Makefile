@@ -22,7 +22,8 @@ help:
 	@echo "make synth    Yosys + nextpnr (ECP5, Nexus) for every top whose Verilog changed, in"
 	@echo "             parallel; report in docs/synthesis.md"
 	@echo "make lint     ruff on the Python, plus the Verilog lint"
-	@echo "make formal   every formal property (SymbiYosys + Yices): proven/failed and the time"
+	@echo "make formal   every formal property (SymbiYosys + Yices): proven/failed and the time;"
+	@echo "             as many at a time as CPUs (FORMAL_ARGS='--jobs 1 marker')"
 	@echo "make mutate   mutation report of hw/ (MUTATE_ARGS='--block cnp_gen --max 40')"
 	@echo "make clean    remove build outputs (keeps the virtual environment)"
 
@@ -60,8 +61,9 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m gateware verilog
 
+FORMAL_ARGS ?=
 formal: $(STAMP)
-	$(PY) -m tests.formal
+	$(PY) -m tests.formal $(FORMAL_ARGS)
 
 MUTATE_ARGS ?=
 mutate: $(STAMP)

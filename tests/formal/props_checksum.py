@@ -261,7 +261,7 @@ PROPERTIES = [
              "0xFFFF", _cnp_header_checksum(CNP_V4), mode="bmc", depth=CNP_DEPTH,
              # 52 s on a quiet machine, almost all of it the last step (the adder trees'
              # equivalence); over 300 s when the machine's load is above 10
-             cover_depth=CNP_DEPTH, timeout=600),
+             cover_depth=CNP_DEPTH, timeout=600, cost_s=110),
     Property("l3qcn.private_cnm_ip_checksum", "every private CNM on the generator's output "
              "(any request, back-pressure, resets): its IPv4 header sums to 0xFFFF",
              # the first CNM's last beat is at step 13 since the generator's pipeline grew

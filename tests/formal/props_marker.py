@@ -355,10 +355,12 @@ PROPERTIES = [
              "reference (drop, reason, qlen); RAM queues <= buf_max, = the reference's when "
              "idle, SHARED_OCC = their sum", _miter("ldcp", "ge", "enqueue", "occupancy",
                                                     stalls=False),
-             mode="bmc", depth=OCC_DEPTH, cover_depth=OCC_DEPTH, timeout=600, extra_script=SCRIPT),
+             mode="bmc", depth=OCC_DEPTH, cover_depth=OCC_DEPTH, timeout=600, extra_script=SCRIPT,
+             cost_s=40),
     Property("marker.occupancy_stalls", "the same with any back-pressure on decision",
              _miter("ldcp", "ge", "enqueue", "occupancy", stalls=True), mode="bmc",
-             depth=STALL_DEPTH, cover_depth=STALL_DEPTH, timeout=600, extra_script=SCRIPT),
+             depth=STALL_DEPTH, cover_depth=STALL_DEPTH, timeout=600, extra_script=SCRIPT,
+             cost_s=70),
     *(Property(f"marker.marking.{p}_{c}_{s}", f"marker ({p}, q {'>=' if c == 'ge' else '>'} "
                f"K, sampled at {s}): every decision's marking is the ramp/threshold rule on "
                "its own qlen and draw", _miter(p, c, s, "marking"), mode="bmc", depth=DEPTH,

@@ -14,6 +14,12 @@ properties are reachable) and how it is checked:
 Every property also runs in ``cover`` mode (depth ``cover_depth``): every ``Cover`` of the
 harness must be reached, so that no proof is vacuous (assumptions that rule out all traces, or
 an assertion whose condition never arises).
+
+``python -m tests.formal --jobs N`` (default: the machine's CPU count) checks ``N`` properties
+at a time, each one solver process at a time (its check, then its cover run), so ``N`` is the
+number of solver processes; the properties expected to take longest (``Property.cost_s``, then
+the bound) start first, so the longest one is not left alone at the end.  Each property writes
+only under its own ``build/formal/<name>/``.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +55,7 @@ MODULES = [
     "tests.formal.props_hash_table",
     "tests.formal.props_qcn_cp",
     "tests.formal.props_ldcp_transport",
+    "tests.formal.props_timer_wheel",
     "tests.formal.props_flow_engine",
 ]
 
@@ -59,7 +68,9 @@ class Property:
     line saying what is proven; ``mode``: ``"prove"`` (k-induction) or ``"bmc"``; ``depth``:
     the induction length or the BMC bound; ``cover_depth``: the bound of the cover run (0: no
     cover statements); ``quick``: part of the short subset run by ``make test``;
-    ``timeout``: seconds before the run counts as failed."""
+    ``timeout``: seconds before the run counts as failed; ``cost_s``: the expected seconds of
+    check and cover on one idle core, only to start the long properties first under
+    ``--jobs`` (0: short, ordered by ``depth`` after the costed ones)."""
     name: str
     what: str
     build: Callable
@@ -69,6 +80,10 @@ class Property:
     quick: bool = False
     timeout: int = 300
     extra_script: tuple[str, ...] = field(default_factory=tuple)
+    cost_s: float = 0.0
+
+
+BAD_STATUS = ("FAILED", "UNPROVEN", "ERROR", "TIMEOUT")
 
 
 @dataclass
@@ -79,6 +94,7 @@ class Result:
     seconds: float
     cover: str = ""      # "covered N", "UNREACHED ...", ""
     detail: str = ""
+    cpu: float = 0.0     # CPU seconds of sby and everything it ran (yosys, smtbmc, the solver)
 
     @property
     def ok(self) -> bool:
@@ -88,7 +104,8 @@ class Result:
         kind = f"k-induction {self.depth}" if self.status == "proven" else f"bmc {self.depth}"
         cov = f"  {self.cover}" if self.cover else ""
         det = f"  [{self.detail}]" if self.detail else ""
-        return f"{self.name:<40} {self.status:<8} {kind:<16} {self.seconds:7.1f} s{cov}{det}"
+        return (f"{self.name:<40} {self.status:<8} {kind:<16} {self.seconds:7.1f} s "
+                f"(cpu {self.cpu:5.1f}){cov}{det}")
 
 
 def sby_tools() -> dict[str, str] | None:
@@ -163,27 +180,68 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
-def _run(cmd, cwd, env, timeout) -> subprocess.CompletedProcess:
-    """Run sby in its own process group; on timeout the whole group (yosys, smtbmc, the
-    solver) is killed, not only sby."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        # sby puts each engine in a process group of its own: kill every descendant
-        for pid in [*_descendants(proc.pid), proc.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
+#: set by ``main`` on Ctrl-C: every running sby is killed (it runs in a session of its own,
+#: so the terminal's SIGINT does not reach it)
+_STOP = threading.Event()
+#: Amaranth elaboration and RTLIL conversion, one property at a time (only the solvers run
+#: concurrently; the front end was not written for threads)
+_BUILD_LOCK = threading.Lock()
 
 
-def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
-    """Build, write and check one property; one solver process at a time."""
+def _tree_cpu(pids: list[int]) -> float:
+    """CPU seconds of live processes and of the children they reaped (``/proc/<pid>/stat``
+    utime, stime, cutime, cstime): the time of a run about to be killed."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class _Killed(Exception):
+    def __init__(self, interrupted: bool, cpu: float):
+        super().__init__()
+        self.interrupted, self.cpu = interrupted, cpu
+
+
+def _run(cmd, cwd, env, timeout, out_path: Path) -> tuple[int, float]:
+    """Run sby in its own process group, its output into ``out_path``; return its exit code
+    and the CPU seconds of sby and its descendants (``wait4``: they reap their children, so
+    the solver's time is included).  On timeout (or Ctrl-C) the whole tree (yosys, smtbmc,
+    the solver) is killed, not only sby, and :class:`_Killed` carries its CPU time."""
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if _STOP.is_set() or time.monotonic() > deadline:
+            # sby puts each engine in a process group of its own: kill every descendant
+            tree = [*_descendants(proc.pid), proc.pid]
+            cpu = _tree_cpu(tree)
+            for pid in tree:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            os.wait4(proc.pid, 0)
+            proc.returncode = -signal.SIGKILL
+            raise _Killed(_STOP.is_set(), cpu)
+        time.sleep(0.1)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def run_property(prop: Property, tools: dict[str, str] | None = None,
+                 sby_jobs: int | None = None) -> Result:
+    """Build, write and check one property.  ``sby_jobs``: sby's ``-j`` (1: the check, then the
+    cover run, one solver process; ``None``: sby's default, both at once on a multi-core
+    machine).  Safe to call from several threads for different properties."""
     tools = tools or sby_tools()
     if tools is None:
         return Result(prop.name, "ERROR", prop.depth, 0.0,
@@ -193,7 +251,8 @@ def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     try:
-        design = rtlil.convert(prop.build(), ports=[])
+        with _BUILD_LOCK:
+            design = rtlil.convert(prop.build(), ports=[])
     except Exception as e:  # noqa: BLE001 -- a harness that no longer builds is one result line
         # (a block's ports or internals changed under its property): report it and go on to
         # the next property instead of aborting the whole run
@@ -208,16 +267,20 @@ def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
     (work / f"{prop.name}.sby").write_text(_sby_text(prop))
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(tools["yices"]).parent), env.get("PATH", "")])
+    # a make jobserver (`make -j formal`) would let sby start more solvers than asked for
+    for var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(var, None)
     start = time.monotonic()
-    cmd = [tools["sby"], "-f", "--yosys", tools["yosys"], "--smtbmc", tools["smtbmc"],
-           f"{prop.name}.sby"]
+    cmd = [tools["sby"], "-f", *(["-j", str(sby_jobs)] if sby_jobs else []),
+           "--yosys", tools["yosys"], "--smtbmc", tools["smtbmc"], f"{prop.name}.sby"]
     try:
-        proc = _run(cmd, work, env, prop.timeout)
-    except subprocess.TimeoutExpired:
-        return Result(prop.name, "TIMEOUT", prop.depth, time.monotonic() - start,
-                      detail=f"over {prop.timeout} s")
+        returncode, cpu = _run(cmd, work, env, prop.timeout, work / "sby.out")
+    except _Killed as k:
+        return Result(prop.name, "ERROR" if k.interrupted else "TIMEOUT", prop.depth,
+                      time.monotonic() - start, detail="interrupted" if k.interrupted
+                      else f"over {prop.timeout} s", cpu=k.cpu)
     seconds = time.monotonic() - start
-    (work / "sby.out").write_text(proc.stdout + proc.stderr)
+    output = (work / "sby.out").read_text(errors="replace")
     check, detail = _status(work / f"{prop.name}_check")
     if check == "PASS":
         status = "proven" if prop.mode == "prove" else "passed"
@@ -229,8 +292,8 @@ def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
     else:
         status = "ERROR"
         if not detail:
-            tail = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln]
-            detail = tail[-1][-120:] if tail else f"sby exit {proc.returncode}"
+            tail = [ln for ln in output.splitlines() if "ERROR" in ln]
+            detail = tail[-1][-120:] if tail else f"sby exit {returncode}"
     cover = ""
     if prop.cover_depth:
         cstat, cdetail = _status(work / f"{prop.name}_cover")
@@ -239,7 +302,13 @@ def run_property(prop: Property, tools: dict[str, str] | None = None) -> Result:
         text = log.read_text() if log.exists() else ""
         n = len(re.findall(r"Reached cover statement in step", text))
         cover = f"covered {n}" if cstat == "PASS" else f"UNREACHED ({cdetail or cstat})"
-    return Result(prop.name, status, prop.depth, seconds, cover, detail)
+    return Result(prop.name, status, prop.depth, seconds, cover, detail, cpu)
+
+
+def schedule(props: list[Property]) -> list[Property]:
+    """The order ``--jobs`` starts them: the costed (long) ones first, longest first, then by
+    bound, deepest first; ties keep the definition order."""
+    return sorted(props, key=lambda p: (p.cost_s, p.depth, p.cover_depth), reverse=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,10 +317,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("names", nargs="*", help="run only properties whose name contains one of these")
     ap.add_argument("--quick", action="store_true", help="only the short subset (make test)")
     ap.add_argument("--list", action="store_true", help="list the properties and exit")
+    ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+                    help="properties checked at a time, one solver process each "
+                         "(default: the CPU count, %(default)s here)")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        print(f"formal: --jobs must be at least 1 (got {args.jobs})")
+        return 2
     props = all_properties(args.quick)
     if args.names:
         props = [p for p in props if any(n in p.name for n in args.names)]
+    if not props:
+        print("formal: no property matches " + " ".join(args.names))
+        return 2
+    names = [p.name for p in props]
+    if len(set(names)) != len(names):     # two properties would share build/formal/<name>
+        dup = sorted({n for n in names if names.count(n) > 1})
+        print(f"formal: property names not unique: {', '.join(dup)}")
+        return 2
     if args.list:
         for p in props:
             print(f"{p.name:<40} {p.mode} {p.depth:<3} {p.what}")
@@ -260,13 +343,34 @@ def main(argv: list[str] | None = None) -> int:
     if tools is None:
         print("formal: yowasp-sby / yices-smt2 not found; run `pip install -e '.[dev]'`")
         return 2
-    results = []
+    results: dict[str, Result] = {}
     t0 = time.monotonic()
-    for p in props:
-        r = run_property(p, tools)
-        results.append(r)
-        print(r.line(), flush=True)
-    bad = [r for r in results if not r.ok]
-    print(f"{len(results) - len(bad)} passed, {len(bad)} failed "
-          f"({time.monotonic() - t0:.0f} s; logs in build/formal/)")
+    # one job: the definition order, as before; more: the longest first
+    order = props if args.jobs == 1 else schedule(props)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_property, p, tools, 1) for p in order]
+        try:
+            for fut in as_completed(futures):
+                r = fut.result()
+                results[r.name] = r
+                print(r.line(), flush=True)
+        except KeyboardInterrupt:
+            # a second Ctrl-C (a terminal sends one to the whole process group) must not
+            # interrupt the clean-up: the workers kill their sby trees within 0.1 s
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _STOP.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            print("formal: interrupted")
+            return 130
+    ordered = [results[n] for n in names]         # the summary in the definition order
+    bad = [r for r in ordered if not r.ok]
+    if bad:
+        print("not passed: " + ", ".join(
+            f"{r.name} ({r.status if r.status in BAD_STATUS else 'cover unreached'})"
+            for r in bad))
+    wall = time.monotonic() - t0
+    print(f"{len(ordered) - len(bad)} passed, {len(bad)} failed ({wall:.0f} s with "
+          f"{args.jobs} job{'s' if args.jobs > 1 else ''}; the properties' times sum to "
+          f"{sum(r.seconds for r in ordered):.0f} s, cpu {sum(r.cpu for r in ordered):.0f} s; "
+          "logs in build/formal/)")
     return 1 if bad else 0
