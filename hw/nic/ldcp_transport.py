@@ -9,7 +9,7 @@ edge-by-edge rules these components implement).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -46,6 +46,27 @@ def _below(x, y):
     return (x - y)[max(len(x), len(y))]
 
 
+def _sum_lt(width, x_add, x_sub, y_add):
+    """``sum(x_add) - sum(x_sub) < sum(y_add)`` (unsigned values or integer constants, the
+    exact value below ``2**(width - 1)`` in magnitude) as the sign of ``sum(y_add) + sum(x_sub)
+    + sum(~x) >= 0`` in ``width``-bit two's complement (``~x = -x - 1``): the terms are reduced
+    to two by carry-save (3:2) levels, one LUT level each, then one adder gives the sign, so a
+    comparison of sums is a single carry chain (two chained adders would be two)."""
+    mask = (1 << width) - 1
+
+    def ext(t):
+        if isinstance(t, int):
+            return C(t & mask, width)
+        return Cat(t, C(0, width))[:width]
+    vs = [ext(t) for t in (*y_add, *x_sub)] + [~ext(t) for t in x_add]
+    if len(x_add) != 1:
+        vs.append(C((len(x_add) - 1) & mask, width))
+    while len(vs) > 2:
+        a, b, c = vs[:3]
+        vs = vs[3:] + [a ^ b ^ c, Cat(C(0, 1), (a & b) | (a & c) | (b & c))[:width]]
+    return ~(vs[0] + vs[1])[width - 1]
+
+
 def _check(config, who):
     if not isinstance(config, LdcpTransportConfig):
         raise TypeError(f"{who} needs a LdcpTransportConfig, not {config!r}")
@@ -69,7 +90,8 @@ class LdcpSender(wiring.Component):
         The next packet: LSN, length (MTU except the last), ECN-capable, retransmission, last.
         ``valid`` when the gate is open; the NIC's scheduler takes it with ``ready`` (pacing at
         line rate is the scheduler's: the sender offers back to back).  ``valid`` may drop
-        without a handshake (an ACK or a timeout changed the gate or the LSN).
+        without a handshake (an ACK or a timeout changed the gate or the LSN).  ``valid`` and
+        ``retx`` come from flag registers (no comparison between a register and the release).
     ack : In(stream(ldcp_tack_layout))
         ACKs and NAKs of the flow.  Ready except while a window load waits for the window
         engine (one cycle, or until its update in flight commits).
@@ -128,6 +150,9 @@ class LdcpSender(wiring.Component):
         bank = CsrBank(cfg.register_map())
         iw, cw_bdp = bank["IW"], bank["CW_BDP"]
         iw_bytes = Signal(IW_WIDTH + MTU_WIDTH, init=reset.iw_bytes)
+        # (IW - 1) * MTU and IW != 0, for the fast-start flag after a sent packet
+        iw_m = Signal(IW_WIDTH + MTU_WIDTH, init=max(reset.iw_bytes - mtu, 0))
+        iw_pos = Signal(init=int(reset.iw_bytes > 0))
         st = self.state                      # the state registers are the output port
         m.d.comb += [self.cw.eq(eng.cw), self.tick.eq(eng.tick), self.busy.eq(eng.busy)]
 
@@ -136,7 +161,15 @@ class LdcpSender(wiring.Component):
         # RTO - 1
         nxt_mtu = Signal(W, init=mtu)   # (wraps only where is_last holds and it is unused)
         is_last = Signal(init=1)
-        rto_m1 = Signal(RTO_WIDTH, init=(reset.rto - 1) & ((1 << RTO_WIDTH) - 1))
+        msg_m = Signal(W)               # msg_len - mtu, and msg_len <= mtu (set at a start)
+        msg_short = Signal(init=1)
+        rto_mask = (1 << RTO_WIDTH) - 1
+        rto_m1 = Signal(RTO_WIDTH, init=(reset.rto - 1) & rto_mask)
+        # "rto_cnt == RTO - 1" as a flag register kept with the counter (a 32-bit equality
+        # is a LUT tree of four levels), from RTO - 2 and "RTO - 1 != 0"
+        rto_due = Signal(init=int((reset.rto - 1) & rto_mask == 0))
+        rto_m2 = Signal(RTO_WIDTH, init=(reset.rto - 2) & rto_mask)
+        rto_m1_nz = Signal(init=int((reset.rto - 1) & rto_mask != 0))
 
         # ---- the offered packet ------------------------------------------------------------
         fast = st.stage == LdcpTxStage.FAST
@@ -148,18 +181,34 @@ class LdcpSender(wiring.Component):
         LW = cfg.len_width
         length = Mux(is_last, (st.msg_len[:LW] - st.nxt[:LW])[:LW], mtu)
         sent_len = Mux(is_last, st.msg_len, nxt_mtu)           # nxt + length
-        retx = _below(st.nxt, st.snd_max)
+        # The release pkt_t = pkt.valid & pkt.ready selects the next value of ~100 register
+        # bits, so pkt.valid comes from registers alone: the three comparisons of the offer
+        # are flag registers kept equal to functions of the state, their next values computed
+        # for every candidate next state in parallel (below) and selected like the state:
+        #   more   = nxt < msg_len                    (bytes left)
+        #   retx   = nxt < snd_max                    (a retransmission)
+        #   fs_ok  = inflight < iw_bytes              (the fast-start window)
+        #   win_ok = inflight < ceil(cw_2 * mtu)      (the window engine's gate, cw_2 the
+        #            window of two cycles earlier: the engine's win_bytes, whose next value
+        #            ceil((gate_lo + gate_hi * 2**18) / 2**16) the engine exposes)
+        # Exception: after the last packet is sent, fs_ok and win_ok are don't-care for a
+        # cycle (more is 0 then, so no packet is offered) and are computed as for a full one.
+        # (inflight is not saturated to the engine's 32 bits for them: the windows are below
+        # 2**32 bytes, so it compares the same.)
+        more = Signal()
+        retx = Signal()
+        fs_ok = Signal(init=int(reset.iw_bytes > 0))
+        win_ok = Signal(init=int(cfg.window.timer_gate_init()["win_bytes"] > 0))
         if W > INFLIGHT_WIDTH:         # saturate: the gate's window is below 2**32 bytes
             m.d.comb += eng.inflight.eq(Mux(inflight[INFLIGHT_WIDTH:] != 0,
                                             (1 << INFLIGHT_WIDTH) - 1, inflight))
         else:
             m.d.comb += eng.inflight.eq(inflight)
-        # (the fast-start window iw * mtu < 2**30 bytes: the saturated value compares the same)
-        gate = Mux(fast, _below(eng.inflight, iw_bytes),
-                   ~st.load_pending & (st.settle == 0) & eng.may_send)
+        gate = Mux(fast, fs_ok,
+                   ~st.load_pending & (st.settle == 0) & Mux(eng.gate_sub1, eng.credit, win_ok))
         ect = ~fast | st.first_ack | ((st.new_cnt + 1) == iw) | is_last
         m.d.comb += [
-            self.pkt.valid.eq(st.active & _below(st.nxt, st.msg_len) & gate),
+            self.pkt.valid.eq(st.active & more & gate),
             self.pkt.payload.lsn.eq(st.nxt),
             self.pkt.payload.length.eq(length),
             self.pkt.payload.ect.eq(ect),
@@ -182,13 +231,13 @@ class LdcpSender(wiring.Component):
         progress = valid & _below(st.una, a.lsn)
         una_new = Mux(progress, a.lsn, st.una)
         # comparisons with una_new, as parallel comparisons with both candidates
-        una_new_ge_iw = Mux(progress, ~_below(a.lsn, iw_bytes), st.una >= iw_bytes)
+        una_new_ge_iw = Mux(progress, ~_below(a.lsn, iw_bytes), ~_below(st.una, iw_bytes))
         una_new_done = Mux(progress, ~_below(a.lsn, st.msg_len) & ~_below(st.msg_len, a.lsn),
                            st.una == st.msg_len)
         fs_sum = st.fs_acked + a.n
         fs_new = Mux(fs_sum[IW_WIDTH:] != 0, (1 << IW_WIDTH) - 1, fs_sum)[:IW_WIDTH]
-        counting = st.active & ~st.load_pending & (st.una < st.nxt)
-        rto_hit = counting & ~progress & (st.rto_cnt == rto_m1)
+        counting = st.active & ~st.load_pending & _below(st.una, st.nxt)
+        rto_hit = counting & ~progress & rto_due
         exit1_nak = valid & fast & a.nak
         exit2 = valid & fast & ~a.nak & una_new_ge_iw
         exit1 = exit1_nak | (rto_hit & fast & ~exit2)
@@ -212,7 +261,10 @@ class LdcpSender(wiring.Component):
             eng.csr_w.payload.addr.eq(LdcpWindowReg.CW),
             eng.csr_w.payload.data.eq(load_value),
         ]
-        load_taken = eng.csr_w.valid & eng.csr_w.ready
+        # the engine takes the load when idle: not busy and no ACK offered; while a load is
+        # pending the sender's ACK port is not ready, so that is "not busy" (which keeps the
+        # ACK's LSN comparisons off this path)
+        load_taken = st.load_pending & ~eng.busy
 
         # ---- synchronous updates ---------------------------------------------------------------
         m.d.sync += [st.ev_rto.eq(rto_hit), st.ev_bad_ack.eq(bad), st.ev_exit.eq(0)]
@@ -234,16 +286,20 @@ class LdcpSender(wiring.Component):
         # needs progress and is compared with the ACK's LSN directly.)
         # The next nxt is one of four candidates; each one's "+ mtu" and "is the last" are
         # computed in parallel from registers and inputs, then selected with it.  The release
-        # pkt_t (the gate's comparisons, then the scheduler's ready) is the latest signal of
-        # the cycle and selects ~100 register bits: every next value is computed for "sent"
-        # and for "not sent", and pkt_t selects between them last.
+        # pkt_t (flag registers, then the scheduler's ready) selects ~100 register bits:
+        # every next value is computed for "sent" and for "not sent", and pkt_t selects
+        # between them last.
         passed_s = progress & _below(sent_len, a.lsn)
         passed_n = progress & _below(st.nxt, a.lsn)
         msg = st.msg_len
+        # "x + mtu >= msg_len" (the packet at x is the last) is "x >= msg_len - mtu", one
+        # carry chain on a register set at the start (an adder then a comparison were two)
+        def last_at(x):
+            return msg_short | ~_below(x, msg_m)
         cand_una = [una_new, Mux(progress, a.lsn + mtu, st.una + mtu),
-                    Mux(progress, a.lsn + mtu >= msg, st.una + mtu >= msg)]
+                    Mux(progress, last_at(a.lsn), last_at(st.una))]
         cand_sent = [sent_len, Mux(is_last, msg + mtu, nxt_mtu + mtu),
-                     is_last | (nxt_mtu + mtu >= msg)]
+                     is_last | last_at(nxt_mtu)]
         cand_same = [st.nxt, nxt_mtu, is_last]
         cand_start = [0, mtu, mtu >= self.start.payload.length]
         # inflight' = nxt' - una', per candidate (0 after a start or a go-back)
@@ -259,11 +315,15 @@ class LdcpSender(wiring.Component):
             st.nxt.eq(choose(0)), nxt_mtu.eq(choose(1)), is_last.eq(choose(2)),
             inflight.eq(Mux(pkt_t, Mux(back_s, 0, infl_sent), Mux(back_n, 0, infl_same))),
         ]
+
         with m.If(pkt_t & ~retx):
             m.d.sync += [st.snd_max.eq(sent_len),
                          st.new_cnt.eq(Mux(st.new_cnt == (1 << IW_WIDTH) - 1, st.new_cnt,
                                            st.new_cnt + 1))]
-        m.d.sync += st.rto_cnt.eq(Mux(~counting | progress | rto_hit, 0, st.rto_cnt + 1))
+        rto_zero = ~counting | progress | rto_hit | (st.active & una_new_done) | start_t
+        m.d.sync += [st.rto_cnt.eq(Mux(rto_zero, 0, st.rto_cnt + 1)),
+                     rto_due.eq(Mux(rto_zero, ~rto_m1_nz,              # (a write: below)
+                                    rto_m1_nz & (st.rto_cnt == rto_m2)))]
         with m.If(st.active & una_new_done):
             m.d.sync += [st.active.eq(0), st.done.eq(1), st.rto_cnt.eq(0)]
         with m.If(start_t):
@@ -271,15 +331,66 @@ class LdcpSender(wiring.Component):
             m.d.sync += [st.active.eq(n != 0), st.done.eq(n == 0),
                          st.stage.eq(LdcpTxStage.FAST), st.first_ack.eq(0), st.msg_len.eq(n),
                          st.una.eq(0), st.snd_max.eq(0), st.new_cnt.eq(0),
-                         st.fs_acked.eq(0), st.rto_cnt.eq(0)]
+                         st.fs_acked.eq(0), st.rto_cnt.eq(0),
+                         msg_m.eq(n - mtu), msg_short.eq(n <= mtu)]
 
         # ---- register writes (between messages) ------------------------------------------------
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata, idle=~st.active)
         wd = bank.wdata
         with m.If(bank.wstb["IW"]):
-            m.d.sync += iw_bytes.eq(wd[:IW_WIDTH] * mtu)
+            m.d.sync += [iw_bytes.eq(wd[:IW_WIDTH] * mtu), iw_m.eq(wd[:IW_WIDTH] * mtu - mtu),
+                         iw_pos.eq(wd[:IW_WIDTH] != 0)]
         with m.If(bank.wstb["RTO"]):
-            m.d.sync += rto_m1.eq(wd - 1)
+            # (only between messages: rto_cnt is 0, and stays 0 at this edge)
+            m.d.sync += [rto_m1.eq(wd - 1), rto_m2.eq(wd - 2),
+                         rto_m1_nz.eq((wd - 1)[:RTO_WIDTH] != 0),
+                         rto_due.eq((wd - 1)[:RTO_WIDTH] == 0)]
+
+        # ---- the offer's flags, for the next state (see above) ------------------------------
+        # Per candidate: after a start or a go-back, nxt' = una' (inflight' = 0); sent (not the
+        # last packet), nxt' = nxt + mtu; not sent, nxt' = nxt; una' = a.lsn on progress, else
+        # una.  Every comparison is a carry chain on registers and the ACK, in parallel; the
+        # window's is one chain with its sum: x < ceil(S / 2**16) <=> x * 2**16 < S.
+        lsn = a.lsn
+        snd = st.snd_max
+
+        def flag(v_start, v_back, v_sent_p, v_sent_n, v_same_p, v_same_n):
+            back = Mux(start_t, v_start, v_back)
+            return Mux(pkt_t, Mux(back_s, back, Mux(progress, v_sent_p, v_sent_n)),
+                       Mux(back_n, back, Mux(progress, v_same_p, v_same_n)))
+
+        nw = W + 2                                      # nxt - lsn < iw_bytes
+        fs_nz = Mux(bank.wstb["IW"], wd[:IW_WIDTH] != 0, iw_pos)     # 0 < iw_bytes'
+        fs_next = flag(fs_nz, fs_nz,
+                       _sum_lt(nw, [nxt_mtu], [lsn], [iw_bytes]),
+                       iw_pos & _below(inflight, iw_m),              # inflight + mtu < iw_bytes
+                       _sum_lt(nw, [st.nxt], [lsn], [iw_bytes]),
+                       _below(inflight, iw_bytes))
+        gl, gh = eng.gate_lo, eng.gate_hi
+        # x * 2**16 < gl + gh * 2**18 (that sum is cw * mtu < 2**46)
+        sw = max(W + FRAC_BITS, CW_WIDTH + MTU_WIDTH) + 3
+        win_s = [gl, Cat(C(0, 18), gh)]
+        win_nz = (gl != 0) | (gh != 0)                  # 0 < S
+        win_next = flag(win_nz, win_nz,
+                        _sum_lt(sw, [Cat(C(0, FRAC_BITS), nxt_mtu)],
+                                [Cat(C(0, FRAC_BITS), lsn)], win_s),
+                        _sum_lt(sw, [Cat(C(0, FRAC_BITS), inflight), mtu << FRAC_BITS], [],
+                                win_s),
+                        _sum_lt(sw, [Cat(C(0, FRAC_BITS), st.nxt)],
+                                [Cat(C(0, FRAC_BITS), lsn)], win_s),
+                        _sum_lt(sw, [Cat(C(0, FRAC_BITS), inflight)], [], win_s))
+        # more: una' < msg_len after a go-back; nxt + mtu < msg_len is "not the last"
+        una_lt_msg = Mux(progress, _below(lsn, msg), _below(st.una, msg))
+        more_next = flag(self.start.payload.length != 0, una_lt_msg, ~is_last, ~is_last,
+                         more, more)
+        # retx: snd_max' = sent_len when a new packet is sent (not retx), else snd_max
+        una_lt_snd = Mux(progress, _below(lsn, snd), _below(st.una, snd))
+        una_lt_sent = Mux(progress, _below(lsn, sent_len), _below(st.una, sent_len))
+        sent_lt_snd = retx & Mux(is_last, _below(msg, snd), _below(nxt_mtu, snd))
+        back_retx = Mux(pkt_t, Mux(retx, una_lt_snd, una_lt_sent), una_lt_snd)
+        retx_next = flag(0, back_retx, sent_lt_snd, sent_lt_snd, retx, retx)
+        m.d.sync += [fs_ok.eq(fs_next), win_ok.eq(win_next), more.eq(more_next),
+                     retx.eq(retx_next)]
         return m
 
 

@@ -326,6 +326,11 @@ class LdcpWindow(wiring.Component):
         runs on the window of the previous cycle.
     credit : Out(1)
         A timer release not yet used by ``sent``.
+    gate_lo : Out(32), gate_hi : Out(28), gate_sub1 : Out(1)
+        The gate's pipeline registers, for a user that registers its own gate decision: the
+        window of the NEXT cycle's gate is ``ceil((gate_lo + gate_hi * 2**18) / 2**16)`` bytes
+        (the two partial products of ``cw * mtu``, from the window of the previous cycle), and
+        ``gate_sub1`` says that this cycle's gate is the timer's ``credit``.
     upd_valid : Out(1), upd : Out(ldcp_update_layout)
         The update the window takes at the coming edge (event applied, rules taken).
     busy : Out(1)
@@ -360,6 +365,7 @@ class LdcpWindow(wiring.Component):
         if not isinstance(config, LdcpWindowConfig):
             raise TypeError(f"LdcpWindow needs a LdcpWindowConfig, not {config!r}")
         self.config = config
+        gate_init = config.timer_gate_init()
         super().__init__({
             "ack": In(stream.Signature(ldcp_ack_layout(config))),
             "inflight": In(INFLIGHT_WIDTH),
@@ -368,6 +374,9 @@ class LdcpWindow(wiring.Component):
             "may_send": Out(1),
             "tick": Out(1),
             "credit": Out(1),
+            "gate_lo": Out(18 + MTU_WIDTH, init=gate_init["gate_lo"]),
+            "gate_hi": Out(CW_WIDTH - 18 + MTU_WIDTH, init=gate_init["gate_hi"]),
+            "gate_sub1": Out(1, init=gate_init["gate_sub1"]),
             "upd_valid": Out(1),
             "upd": Out(ldcp_update_layout(config)),
             "busy": Out(1),
@@ -401,9 +410,9 @@ class LdcpWindow(wiring.Component):
         cw_d = Signal(FRAC_BITS, init=init["cw_d"])          # timer: the window one cycle ago
         sub1_d = Signal(init=init["sub1_d"])
         thr = Signal(cfg.phase_width, init=init["thr"])     # rtt * 2**16 - cw_d (modular)
-        gate_lo = Signal(18 + MTU_WIDTH, init=init["gate_lo"])   # cw[:18] * mtu
-        gate_hi = Signal(CW_WIDTH - 18 + MTU_WIDTH, init=init["gate_hi"])  # cw[18:] * mtu
-        gate_sub1 = Signal(init=init["gate_sub1"])
+        gate_lo = self.gate_lo          # cw[:18] * mtu (output registers: see the ports)
+        gate_hi = self.gate_hi          # cw[18:] * mtu
+        gate_sub1 = self.gate_sub1
         win_bytes = Signal(CW_WIDTH + MTU_WIDTH - FRAC_BITS + 1, init=init["win_bytes"])
 
         dp = LdcpWindowDatapath(cfg, None, None, params, self.upd_valid, self.upd)
@@ -441,12 +450,20 @@ class LdcpWindow(wiring.Component):
         with m.If(bank.wstb["CW"]):
             m.d.sync += cw.eq(Mux(csr_q_lo, params.gamma, Mux(csr_q_hi, params.cw_max,
                                                                 bank.wdata)))
-        with m.If(issue):
-            m.d.sync += [pend_m.eq(0), pend_u.eq(0), busy_left.eq(self.LATENCY)]
-        with m.Else():
-            m.d.sync += [pend_m.eq(ev_m), pend_u.eq(ev_u)]
-            with m.If(busy_left != 0):
-                m.d.sync += busy_left.eq(busy_left - 1)
+        # (the same as "issue: clear the pending counts and start the countdown, else keep
+        # ev and count down", written so that the ACK's valid, the latest input (a user
+        # qualifies it with LSN comparisons), selects last between values prepared for an ACK
+        # and for none)
+        idle_issue = free & ((pend_m != 0) | (pend_u != 0))
+        down = Mux(busy_left != 0, busy_left - 1, 0)
+        with_ack = Mux(self.ack.payload.ece, pend_m + pend_u + n_ack, pend_m)[:NW]
+        m.d.sync += [
+            pend_m.eq(Mux(counted, Mux(free, 0, with_ack), Mux(idle_issue, 0, pend_m))),
+            pend_u.eq(Mux(counted, Mux(free | self.ack.payload.ece, 0, (pend_u + n_ack)[:NW]),
+                          Mux(idle_issue, 0, pend_u))),
+            busy_left.eq(Mux(counted, Mux(free, self.LATENCY, down),
+                             Mux(idle_issue, self.LATENCY, down))),
+        ]
 
         # ---- sub-1 pacing timer: phase accumulator, period RTT / cw ------------------------
         # One cycle behind the window, so that no carry chain follows another: the registers
