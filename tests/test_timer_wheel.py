@@ -241,12 +241,17 @@ def test_lag_beyond_horizon_parks_at_cursor():
     at 340..349 (the last one, time 67, issued at 348; the cursor then moves one word per
     cycle from time 80), an insert at 352 (cursor at 128) with deadline 370 is parked at
     128 + 15 + H = 271 (slot 15) and pops early, when the cursor reaches it (word 256 at cycle
-    360), i.e. at 361."""
+    360), i.e. at 361.  An insert at 353 (cursor at 144) with a deadline in the past (the
+    target's other candidate, now + L = 357, against the park point 144 + 15 + H = 287) is
+    parked too: slot 31, issued as the cursor reaches word 272 after leaving word 256, at
+    361, i.e. it pops at 362."""
     plan = {i: (i, 0, 40 + 3 * i) for i in range(10)}
     plan[352] = (11, 2, 370)
+    plan[353] = (12, 1, 300)
     r = Run(CFG, 400, _schedule(plan), ready=lambda cyc: cyc >= 340).run()
     assert [(now, f) for now, f, *_ in r.pops[:10]] == [(340 + i, i) for i in range(10)]
     assert r.pops[10] == (361, 11, 2, 15)
+    assert r.pops[11] == (362, 12, 1, 31)
 
 
 def test_long_stall_catch_up_bound():

@@ -457,16 +457,42 @@ class TimerWheel(wiring.Component):
         dl = self.ins.payload.deadline
         earliest = Signal(W, name="")
         m.d.comb += earliest.eq(now + c.insert_latency)
+        # t0 = max(dl, earliest); sel_e: "earliest is the larger" (the max's own compare)
+        sel_e = Signal(name="")
+        m.d.comb += sel_e.eq(_le(dl, earliest, W))
         t0 = Signal(W)
-        m.d.comb += t0.eq(Mux(_le(dl, earliest, W), earliest, dl))
+        m.d.comb += t0.eq(Mux(sel_e, earliest, dl))
+        # park = (lag1 <= B ? now : wbt + B - 1) + H, the sum of each branch beside the
+        # compare (no carry chain after another)
+        mw = (1 << W) - 1
+        lag_near = Signal(name="")
         park = Signal(W, name="")
-        m.d.comb += park.eq(Mux(lag1 <= B, now, wbt + (B - 1)) + c.horizon)
-        # min(t0, park) by distance from the cursor (alias-free however far the cursor lags)
-        t0_rel = Signal(W, name="")
-        park_rel = Signal(W, name="")
-        m.d.comb += [t0_rel.eq(t0 - wbt), park_rel.eq(park - wbt)]
+        m.d.comb += [lag_near.eq(lag1 <= B),
+                     park.eq(Mux(lag_near, now + c.horizon, wbt + (B - 1 + c.horizon)))]
+        # min(t0, park) by distance from the cursor (alias-free however far the cursor lags):
+        # t0 - wbt <= park - wbt.  Both candidates of the max are compared in parallel with
+        # the max's own compare and the result selected by it (the same choice), so no
+        # carry chain on the deadline waits for another.  earliest's compare is of lag1
+        # only (now - wbt = lag1 - LA mod 2**W, the lag register's invariant): earliest -
+        # wbt = lag1 + L - LA against park - wbt = lag1 + H - LA or B - 1 + H, both
+        # branches beside lag_near.  The deadline's, (dl - wbt) <= (park - wbt) mod 2**W, is
+        # "dl in the cyclic interval [wbt, park]": wbt <= dl <= park if park >= wbt, else
+        # dl >= wbt or dl <= park (the interval wraps), two compares on dl side by side.
+        e_rel = Signal(W, name="")
+        pk_rel_n = Signal(W, name="")
+        m.d.comb += [e_rel.eq(lag1 + ((c.insert_latency - c.lookahead) & mw)),
+                     pk_rel_n.eq(lag1 + ((c.horizon - c.lookahead) & mw))]
+        pick_e = Signal(name="")
+        m.d.comb += pick_e.eq(Mux(lag_near, e_rel <= pk_rel_n, e_rel <= ((B - 1 + c.horizon) & mw)))
+        park_wraps = Signal(name="")
+        dl_ge_w = Signal(name="")
+        dl_le_p = Signal(name="")
+        pick_dl = Signal(name="")
+        m.d.comb += [park_wraps.eq(park < wbt),
+                     dl_ge_w.eq(dl >= wbt), dl_le_p.eq(dl <= park),
+                     pick_dl.eq(Mux(park_wraps, dl_ge_w | dl_le_p, dl_ge_w & dl_le_p))]
         pick_t0 = Signal(name="")
-        m.d.comb += pick_t0.eq(t0_rel <= park_rel)
+        m.d.comb += pick_t0.eq(Mux(sel_e, pick_e, pick_dl))
         m.d.comb += self.ins.ready.eq(1)
         m.d.sync += [
             s1_valid.eq(self.ins.valid),
@@ -500,7 +526,11 @@ class TimerWheel(wiring.Component):
             s1_fg = Signal(K, name="s1_fg")
             fg_t0 = Signal(K, name="")
             fg_pk = Signal(K, name="")
-            m.d.comb += [fg_t0.eq(fw_arr[t0[ws + lk:sb]]), fg_pk.eq(fw_arr[park[ws + lk:sb]])]
+            # t0's group's flags as the max's own select of both candidates' (beside it)
+            fg_dl = Signal(K, name="")
+            fg_e = Signal(K, name="")
+            m.d.comb += [fg_dl.eq(fw_arr[dl[ws + lk:sb]]), fg_e.eq(fw_arr[earliest[ws + lk:sb]]),
+                         fg_t0.eq(Mux(sel_e, fg_e, fg_dl)), fg_pk.eq(fw_arr[park[ws + lk:sb]])]
             m.d.sync += s1_fg.eq(Mux(pick_t0, fg_t0, fg_pk))
             fg_clr = Signal(name="")
             fg_set = Signal(name="")
