@@ -129,7 +129,7 @@ async def random_commands(dut):
 @cocotb.test()
 async def one_per_clock(dut):
     """Always-valid source and always-ready sink: one result per clock, the first
-    ``HashTable.LATENCY`` (6) edges after the first command (after the reset-time clearing of
+    ``HashTable.LATENCY`` (7) edges after the first command (after the reset-time clearing of
     every bucket)."""
     cfg = TOPS[os.environ["CC_TOP"]].config
     tb = TableTB(dut, cfg, test_seed(9))

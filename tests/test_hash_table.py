@@ -6,6 +6,8 @@ import os
 import random
 
 import pytest
+from amaranth.hdl import Module, ResetInserter, Signal
+from amaranth.sim import Simulator
 
 from hw.layouts import HtOp, HtStatus
 from hw.params import ConfigError
@@ -161,9 +163,9 @@ def test_rtl_matches_model(p_ready):
 
 # ---- the pipeline's hazards: a command right behind others of the same bucket / key ------------
 
-#: stages between the accepting edge and the result (HashTable.LATENCY); the forwarding covers
-#: the commands up to LATENCY - 1 (5) slots ahead, the tests go two further
-DISTANCES = range(1, HashTable.LATENCY + 2)
+#: the forwarding covers the commands up to 5 slots ahead (those whose writes a command's read
+#: misses: its read is 5 edges before its decision's write); the tests go two further
+DISTANCES = range(1, 5 + 3)
 
 
 def run_timed(cfg, ops, p_ready=1.0, seed=5):
@@ -379,3 +381,45 @@ def test_counters_saturate():
     log = run_timed(cfg, ops)
     assert [r.status for r in log["got"][-300:]] == [HtStatus.FULL] * 300
     assert log["counters"] == (2, 255, 255, 255)
+
+
+def test_reset_sweep_clears_the_table():
+    """A reset after the table was filled: block RAM contents survive ``rst``, so the reset
+    sweep (``buckets / 2`` cycles, ``cmd.ready`` low) must invalidate every way: afterwards
+    every key is absent (NOT_FOUND, value 0), the occupancy 0, and a new key goes in."""
+    cfg = HashTableConfig(buckets=4, ways=2, key_width=8, value_width=4, counter_width=8)
+    keys = list(range(1, 17))                   # 16 keys for 8 ways: every way filled
+    after = [(HtOp.LOOKUP, k, 0, 0) for k in keys] + [(HtOp.ADD, 99, 5, 1),
+                                                      (HtOp.LOOKUP, 99, 0, 1)]
+    rst = Signal()
+    dut = HashTable(cfg)
+    top = Module()
+    top.submodules.dut = ResetInserter(rst)(dut)
+    codec = HtCodec(cfg)
+    got, log = [], {}
+
+    async def sender(ctx):
+        await stream_put(ctx, dut.cmd, [codec.pack_command(HtOp.ADD, k, k % 16) for k in keys])
+        while len(got) < len(keys):
+            await ctx.tick()
+        log["occupancy_before"] = ctx.get(dut.occupancy)
+        ctx.set(rst, 1)
+        await ctx.tick()
+        ctx.set(rst, 0)
+        await stream_put(ctx, dut.cmd, [codec.pack_command(*op) for op in after])
+
+    async def monitor(ctx):
+        ctx.set(dut.result.ready, 1)
+        await stream_get(ctx, dut.result, len(keys) + len(after), into=got)
+        log["occupancy_after"] = ctx.get(dut.occupancy)
+
+    sim = Simulator(top)
+    sim.add_clock(4e-9)
+    sim.add_testbench(sender)
+    sim.add_testbench(monitor)
+    sim.run()
+    res = [codec.unpack_result(b) for b in got]
+    assert sum(r.status == HtStatus.OK for r in res[:16]) == 8 == log["occupancy_before"]
+    assert [(r.status, r.value) for r in res[16:32]] == [(HtStatus.NOT_FOUND, 0)] * 16
+    assert [(r.status, r.value) for r in res[32:]] == [(HtStatus.OK, 0), (HtStatus.OK, 5)]
+    assert log["occupancy_after"] == 1

@@ -58,11 +58,13 @@ class HashTable(wiring.Component):
     One block RAM per (side, way), ``buckets / 2`` deep, ``1 + key + value`` bits (valid, key,
     value), a :class:`hw.lib.bram.Bram` (read latency 2; on the ECP5 the DP16KD's own output
     register), nothing but a register before its address or write inputs and nothing but one
-    LUT before a register after its output.  Six edges from a command to its result, the
-    five stages moving together:
+    LUT before a register after its output.  Seven edges from a command to its result, the
+    six stages moving together:
 
-    1. the accepting edge registers the command and its candidate indexes ``h0(key)``,
-       ``h1(key)`` (the CRC XOR trees), the read address of the ``2 ways`` RAMs;
+    0. the accepting edge registers the command and its candidate indexes ``h0(key)``,
+       ``h1(key)`` (the H3 XOR trees);
+    1. the next edge copies the indexes into the read address of the ``2 ways`` RAMs (a
+       register fed by a register: the route to block RAMs across the chip has no logic);
     2. the next edge reads the candidate entries into the RAMs' read registers;
     3. the edge after it brings them to the RAMs' output registers;
     4. the stored keys are compared with the command's ``CHUNK`` (2) bits at a time, each
@@ -99,7 +101,8 @@ class HashTable(wiring.Component):
     Latency and throughput
     ----------------------
     One command per clock with no bubble, whatever the keys; its result is valid
-    ``LATENCY`` = 6 edges after the command is accepted (2 before the pipelining), in order.
+    ``LATENCY`` = 7 edges after the command is accepted (2 before the pipelining, 6 before
+    stage 0), in order.
     ``result`` back-pressure stalls the whole pipeline (``cmd.ready`` low) one cycle late: a
     result decided while ``result`` is held waits in a skid register, and the pipeline (every
     stage, every block RAM's read enable) stands while it is full, so that its enable is a
@@ -111,8 +114,8 @@ class HashTable(wiring.Component):
     """
 
     #: clock cycles from a command's handshake on ``cmd`` to its result's on ``result`` (with
-    #: ``result.ready`` high): the accepting edge, 4 more stages, the result register
-    LATENCY = 6
+    #: ``result.ready`` high): the accepting edge (stage 0), 5 more stages, the result register
+    LATENCY = 7
     #: key bits compared per LUT right after the block RAM's output register (2 + 2 bits: one
     #: LUT4), each compare registered; their AND is the next stage
     CHUNK = 2
@@ -143,6 +146,9 @@ class HashTable(wiring.Component):
         # ---- the block RAMs: one per (side, way), read latency 2 (hw.lib.bram.Bram: on the
         # ECP5 the DP16KD's own output register), all of a side read at one address ---------
         clearing = Signal(init=1)                      # clearing all buckets after reset
+        # ``clearing``'s value in the next cycle (a register, ending a cycle earlier): the
+        # sweep's write enables are registered with the decision's (``we_hit``, ``s5_hit``)
+        sweep = Signal(init=1)
         clear_idx = Signal(IW)
         out = self.result
         # the pipeline moves unless a result waits in the skid register behind ``out``: the
@@ -160,22 +166,26 @@ class HashTable(wiring.Component):
         rams = [[Bram(entry, cfg.side_buckets, name=f"side{side}_way{w}", r_addr=raddr[side],
                       r_en_next=advance_next) for w in range(W)] for side in SIDES]
 
-        # ---- stage registers: the command in stage k (1..5) and its two bucket indexes (data
-        # registers without reset: a reset would put a LUT between a block RAM and its register)
+        # ---- stage registers: the command in stage k (0..5) and its two bucket indexes (data
+        # registers without reset: a reset would put a LUT between a block RAM and its register).
+        # Stage 0 holds the command as accepted and its hashed indexes: the hash (XOR trees of
+        # the command port, whose driver is the user's) ends at a register of its own, and the
+        # read address register is loaded from it alone (the address register sits by the
+        # block RAMs, which span the chip).  Stage 0 comes before the read, so a command's
+        # read is as many edges before its decision as without it: no more writes in flight.
         S = 5                                          # the decision stage
-        valid = [None] + [Signal(name=f"s{k}_valid") for k in range(1, S + 1)]
-        cmd = [None] + [Signal(cmd_layout, name=f"s{k}_cmd", reset_less=True)
-                        for k in range(1, S + 1)]
-        index = [None, raddr]
+        valid = [Signal(name=f"s{k}_valid") for k in range(S + 1)]
+        cmd = [Signal(cmd_layout, name=f"s{k}_cmd", reset_less=True) for k in range(S + 1)]
+        index = [[Signal(IW, name=f"s0_index{side}") for side in SIDES], raddr]
         index += [[Signal(IW, name=f"s{k}_index{side}") for side in SIDES]
                   for k in range(2, S + 1)]
         with m.If(advance):
-            m.d.sync += [valid[1].eq(accept), cmd[1].eq(self.cmd.payload)]
-            for k in range(2, S + 1):
+            m.d.sync += [valid[0].eq(accept), cmd[0].eq(self.cmd.payload)]
+            for k in range(1, S + 1):
                 m.d.sync += [valid[k].eq(valid[k - 1]), cmd[k].eq(cmd[k - 1])]
             for side in SIDES:
-                m.d.sync += raddr[side].eq(h3_hash(cfg, self.cmd.payload.key, side))
-                for k in range(2, S + 1):
+                m.d.sync += index[0][side].eq(h3_hash(cfg, self.cmd.payload.key, side))
+                for k in range(1, S + 1):
                     m.d.sync += index[k][side].eq(index[k - 1][side])
 
         # ---- the write records: h1 = the decision of the previous advancing edge, h2 the one
@@ -210,6 +220,11 @@ class HashTable(wiring.Component):
         # bucket, so that the decision's loop through the free ways starts and ends at
         # registers
         w_hit_ok, w_ins_ok = Signal(name="s5_w_hit_ok"), Signal(name="s5_w_ins_ok")
+        # the same flags ANDed with ``advance`` (registered from ``advance_next``), and
+        # ``we_hit`` forced during the reset sweep (with every way's ``s5_hit``): the ways
+        # written are then the block RAMs' write enables themselves, no LUT after them on the
+        # decision's path; the flags above hold the stage-5 command's through a stall
+        we_hit, we_ins = Signal(name="s5_we_hit", init=1), Signal(name="s5_we_ins")
         f_rem_ok = [Signal(name=f"s5_f_rem_ok{side}") for side in SIDES]
         f_ins_ok = [Signal(name=f"s5_f_ins_ok{side}") for side in SIDES]
         with m.If(advance):
@@ -224,6 +239,9 @@ class HashTable(wiring.Component):
             hit_ok = valid[4] & ((op4 == HtOp.REMOVE) | (op4 == HtOp.LEARN))
             ins_ok = valid[4] & ((op4 == HtOp.ADD) | (op4 == HtOp.LEARN))
             m.d.sync += [w_hit_ok.eq(hit_ok), w_ins_ok.eq(ins_ok)]
+        m.d.sync += [we_hit.eq((Mux(advance, hit_ok, w_hit_ok) & advance_next) | sweep),
+                     we_ins.eq(Mux(advance, ins_ok, w_ins_ok) & advance_next)]
+        with m.If(advance):
             for side in SIDES:
                 behind = index[3][side] == index[4][side]
                 m.d.sync += [f_rem_ok[side].eq(valid[4] & (op4 == HtOp.REMOVE) & behind),
@@ -237,7 +255,7 @@ class HashTable(wiring.Component):
         eq3, eq2 = Signal(nb, name="s2_eq3"), Signal(nb, name="s3_eq2")
         eq1 = Signal(nb, name="s4_eq1")
         with m.If(advance):
-            key = self.cmd.payload.key
+            key = cmd[0].key
             m.d.sync += [eq5.eq(bytes_equal(key, cmd[5].key)), eq4.eq(bytes_equal(key, cmd[4].key)),
                          eq3.eq(bytes_equal(cmd[1].key, cmd[4].key)),
                          eq2.eq(bytes_equal(cmd[2].key, cmd[4].key)),
@@ -299,7 +317,8 @@ class HashTable(wiring.Component):
             m.d.sync += skv4.eq(Mux(same3 & any_we(h1), h1["value"], skv3))
 
         # ---- stage 4 -> 5: the AND of the key compares; the write by the command 2 ahead (h1)
-        s5_hit = [Signal(W, name=f"s5_hit{side}") for side in SIDES]
+        # (all ways during the reset sweep: the sweep writes them through ``we_hit``)
+        s5_hit = [Signal(W, name=f"s5_hit{side}", init=(1 << W) - 1) for side in SIDES]
         s5_used = [Signal(W, name=f"s5_used{side}") for side in SIDES]
         s5_ov = [Signal(W, name=f"s5_ov{side}") for side in SIDES]     # value: skv, not raw
         s5_raw = [[Signal(VW, name=f"s5_raw{side}_{w}", reset_less=True) for w in range(W)]
@@ -311,7 +330,7 @@ class HashTable(wiring.Component):
                 for w in range(W):
                     found = s4_valid[side][w] & s4_eq[side][w].all()
                     m.d.sync += [
-                        s5_hit[side][w].eq(Mux(o[w], o_hit[w], found)),
+                        s5_hit[side][w].eq(Mux(o[w], o_hit[w], found) | sweep),
                         s5_used[side][w].eq(Mux(o[w], o_valid[w], s4_valid[side][w])),
                         s5_raw[side][w].eq(s4_raw[side][w]),
                     ]
@@ -409,7 +428,7 @@ class HashTable(wiring.Component):
 
         def ways(side, hit_ok, ins_ok):
             return Mux(hit_ok, hits[side], 0) | Mux(ins_ok & ~present, insert[side], 0)
-        write = [ways(side, w_hit_ok, w_ins_ok) for side in SIDES]
+        write = [ways(side, we_hit, we_ins) for side in SIDES]    # 0 unless ``advance``
         # this command's change to the next command's buckets (see ``f_set`` above)
         filled = [f_ins_ok[side] & ~present & room & on_side[side] for side in SIDES]
         freed = [f_rem_ok[side] & hits[side].any() for side in SIDES]
@@ -436,9 +455,9 @@ class HashTable(wiring.Component):
             m.d.sync += [k_way[side].eq(ways(side, ~is_remove, is_add | is_learn))
                          for side in SIDES]
             m.d.sync += [h2["valid"].eq(h1["valid"]), h2["value"].eq(h1["value"])]
-            with m.If(clearing):        # the reset sweep: every way of bucket clear_idx, invalid
+            # the reset sweep: every way of bucket clear_idx (``write``: all ways), invalid
+            with m.If(clearing):
                 m.d.sync += [h1["valid"].eq(0)]
-                m.d.sync += [h1["we"][side].eq(Const(-1, W)) for side in SIDES]
                 m.d.sync += [h1["index"][side].eq(clear_idx) for side in SIDES]
 
         # ---- the block RAM writes: h1 at the edge after its decision (the reset sweep goes
@@ -446,8 +465,7 @@ class HashTable(wiring.Component):
         # block RAM of a side, no logic may sit in that route
         ram_we = [Signal(W, name=f"ram_we{side}") for side in SIDES]   # h1's ways, once
         for side in SIDES:
-            m.d.sync += ram_we[side].eq(Mux(clearing, Const(-1, W),
-                                            Mux(advance, write[side], 0)))
+            m.d.sync += ram_we[side].eq(write[side])
             for w in range(W):
                 # the record's registers are the write port itself (wired through the Bram's
                 # own port signals they would be left as unused aliases in the Verilog)
@@ -460,8 +478,9 @@ class HashTable(wiring.Component):
         # ---- synchronous updates ---------------------------------------------------------------
         with m.If(clearing):
             m.d.sync += clear_idx.eq(clear_idx + 1)
-            with m.If(clear_idx == cfg.side_buckets - 1):
-                m.d.sync += clearing.eq(0)
+        m.d.sync += clearing.eq(sweep)
+        with m.If(clear_idx == cfg.side_buckets - 2):   # (clearing's last cycle: the next index)
+            m.d.sync += sweep.eq(0)
         # the result: into ``out`` if it is free this edge, else into the skid register, which
         # stops the pipeline from the next cycle on until ``out`` takes it (one result per
         # clock while ``result.ready`` stays high; the skid fills only when it drops)

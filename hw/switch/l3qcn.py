@@ -246,7 +246,7 @@ class L3qcnCp(wiring.Component):
     ----------------------
     One frame per clock except while a sample is in flight (the QCN CP's
     :meth:`QcnCp.sample_latency` bubbles, 18 at the defaults; then, mode ``roce``, the table
-    lookup (6 cycles), the result registered, the hand-over to the generator; mode ``qcn``,
+    lookup (7 cycles), the result registered, the hand-over to the generator; mode ``qcn``,
     the request registered in a one-entry slot, then the generator).  The path
     back-pressures rather than drops: a CNP takes 18 cycles, a private CNM 10 at the
     defaults (its checksums overlap the previous packet; the slot takes the next request
@@ -482,9 +482,9 @@ class L3qcnTor(wiring.Component):
     free-running pipeline of two-input adders over the captured bytes (one carry chain per
     stage: 8 levels for the 34 UDP words at the defaults, then their compares with 0xFFFF
     registered), then 1 cycle classifies, 1 chooses the lookup (into the command register in
-    front of the table), the table answers (6 cycles after it took the command), the result
+    front of the table), the table answers (7 cycles after it took the command), the result
     is registered and 1 cycle hands the CNM request on; ``packet.ready`` is low meanwhile
-    (19 cycles per private CNM at the defaults, 2 per other packet, plus any CNM
+    (20 cycles per private CNM at the defaults, 2 per other packet, plus any CNM
     back-pressure).  Learns and register commands also pass the command register (one
     command per clock).  (The one-cycle checksum of 34 words, the table's result straight
     into the CNM generator's frame register, the classification straight into the counters
