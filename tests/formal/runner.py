@@ -70,7 +70,9 @@ class Property:
     cover statements); ``quick``: part of the short subset run by ``make test``;
     ``timeout``: seconds before the run counts as failed; ``cost_s``: the expected seconds of
     check and cover on one idle core, only to start the long properties first under
-    ``--jobs`` (0: short, ordered by ``depth`` after the costed ones)."""
+    ``--jobs`` (0: short, ordered by ``depth`` after the costed ones); ``disabled``: why the
+    property is not run by default (not empty: it runs only when named on the command line,
+    and the default run prints it as SKIPPED with the reason)."""
     name: str
     what: str
     build: Callable
@@ -81,6 +83,7 @@ class Property:
     timeout: int = 300
     extra_script: tuple[str, ...] = field(default_factory=tuple)
     cost_s: float = 0.0
+    disabled: str = ""
 
 
 BAD_STATUS = ("FAILED", "UNPROVEN", "ERROR", "TIMEOUT")
@@ -325,8 +328,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"formal: --jobs must be at least 1 (got {args.jobs})")
         return 2
     props = all_properties(args.quick)
+    skipped = []
     if args.names:
         props = [p for p in props if any(n in p.name for n in args.names)]
+    else:
+        skipped = [p for p in props if p.disabled]
+        props = [p for p in props if not p.disabled]
+    for p in skipped:
+        print(f"{p.name:<40} SKIPPED  (not run by default: {p.disabled}; name it to run it)")
     if not props:
         print("formal: no property matches " + " ".join(args.names))
         return 2
