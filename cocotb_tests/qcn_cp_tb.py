@@ -7,12 +7,19 @@ with back-pressure).  The queue depth follows a random walk through calm and con
 so that every qntzFb band (hence every sampling interval) is visited; coverage is counted and
 asserted.  ``known_answers`` runs known-answer vectors (IEEE 802.1Qau equations) with hand-derived
 expectations.
+
+Every test runs on ONE build (the default top, its configuration as JSON in ``CC_BUILD_CONFIG``):
+a test whose configuration differs in run-time knobs (set point, weight, the sampling table and
+its jitter) writes them through ``csr_w`` after reset, before the first frame, and the model
+starts from the build's configuration and takes the same writes.  The byte counter starts from
+the build's ``sample_table[0]`` (a reset value, not a register) in both.
 """
 
 from __future__ import annotations
 
 import os
 import random
+from dataclasses import replace
 
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
@@ -20,6 +27,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb_tests.infra.scoreboard import Scoreboard
 from cocotb_tests.infra.stream import Pattern, StreamDriver, StreamMonitor
 from cocotb_tests.infra.tb import TBBase, env_config, env_count, env_seed, test_seed
+from hw.layouts.common import csr_write_layout
 from hw.switch.qcn_cp_config import QcnCpConfig
 from sim.models.qcn import CpCodec, CpDecision, CpFrame, CpModel
 
@@ -28,8 +36,18 @@ class CpTB(TBBase):
     def __init__(self, dut, cfg: QcnCpConfig, seed: int, idle=None, backpressure=None):
         super().__init__(dut, seed)
         self.cfg = cfg
-        self.model = CpModel(cfg)
-        self.codec = CpCodec(cfg)
+        # the build's configuration: structural fields and reset values (the byte counter's
+        # first interval); the run-time registers are written to ``cfg``'s in start()
+        self.build_cfg = (env_config(QcnCpConfig, "CC_BUILD_CONFIG")
+                          if "CC_BUILD_CONFIG" in os.environ else cfg)
+        self.model = CpModel(self.build_cfg)
+        self.codec = CpCodec(self.build_cfg)
+        regmap = self.build_cfg.register_map()
+        csr = csr_write_layout(regmap.addr_width, regmap.data_width)
+        self.csr = StreamDriver(dut, "csr_w", dut.clk, None,
+                                on_accept=lambda w: self.model.write(*w),
+                                encode=lambda w: csr.const({"addr": w[0], "data": w[1]})
+                                .as_bits())
         self.scoreboard = Scoreboard("decision")
         self.got: list[CpDecision] = []
         self.bands: set[int] = set()
@@ -40,8 +58,30 @@ class CpTB(TBBase):
 
     async def start(self):
         await self.reset()
+        await self.write_config()
         cocotb.start_soon(self.driver.run())
         cocotb.start_soon(self.monitor.run())
+
+    async def write_config(self):
+        """Write every register whose value in ``cfg`` differs from the build's reset value
+        (before any frame: the model applies each at the edge that takes it)."""
+        build_map, run_map = self.build_cfg.register_map(), self.cfg.register_map()
+        assert [(r.name, r.width) for r in run_map.registers] == \
+            [(r.name, r.width) for r in build_map.registers], "structural fields differ"
+        writes = [(r.name, build_map.addr(r.name), r.reset) for r in run_map.registers
+                  if r.writable and r.reset != build_map[r.name].reset]
+        if not writes:
+            return
+        task = cocotb.start_soon(self.csr.run())
+        for _, addr, value in writes:
+            self.csr.send((addr, value))
+        await self.wait_until(lambda: self.csr.idle(), 100 * len(writes), "register writes")
+        await RisingEdge(self.dut.clk)
+        task.cancel()
+        # the model now has the test's registers (the first interval stays the build's)
+        assert self.model.reg == replace(self.cfg.registers(),
+                                         first_interval=self.build_cfg.sample_table[0])
+        self.log.info("%d registers written: %s", len(writes), [w[0] for w in writes])
 
     def _accept(self, frame):
         d = self.model.step(frame)
@@ -117,6 +157,15 @@ async def known_answers(dut):
     # skid register (hand-worked values, whatever the handshake)
     tb = CpTB(dut, cfg, test_seed(1), backpressure=Pattern.bursts(1, 200))
     await tb.start()
+    # The byte counter starts at the build's first interval (a reset value): frames of the
+    # largest length with an empty queue use it up; the k-th is the first sample (k L >= S0,
+    # no CNM: Fb = Q_eq > 0), and from it on every interval is 1 byte (no jitter).
+    top_len = (1 << tb.build_cfg.len_width) - 1
+    k = -(-tb.build_cfg.sample_table[0] // top_len)
+    for _ in range(k):
+        tb.driver.send(CpFrame(0, top_len))
+    await tb.drain()
+    assert tb.got == [CpDecision()] * (k - 1) + [CpDecision(sampled=True)], tb.got
     for (q_old, q), expected in KNOWN:
         tb.driver.send(CpFrame(q_old, 1))
         tb.driver.send(CpFrame(q, 1))

@@ -5,6 +5,12 @@ Timing (as in the DCQCN RP testbench): the testbench works at mid-period, where 
 state register and drives the next event; an idle gap of ``n`` cycles is one ``Timer`` and the
 model skips the same ``n`` cycles with :meth:`QcnRpModel.idle`.  The whole state (CR, TR, BC,
 stages, timer, flags) and the ``rate`` port are compared after every event and idle gap.
+
+A test runs on the build named by the runner (its configuration as JSON in ``CC_BUILD_CONFIG``,
+default: ``CC_CONFIG``'s): the run-time registers that differ in the test's configuration (rates,
+Gd, MinDecFac, the byte and timer reloads with their jitter spans) are written through ``csr_w``
+right after reset, one per cycle, and the model, started from the build's configuration (the
+reset state CR = TR = line rate, the widths, the LFSR), takes the same writes.
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ from __future__ import annotations
 import os
 
 import cocotb
+from cocotb.triggers import RisingEdge, Timer
 
 from cocotb_tests.infra.state_tb import StateCompareTB
-from cocotb_tests.infra.tb import env_config, env_count, env_seed, test_seed
+from cocotb_tests.infra.tb import CLOCK_PERIOD_NS, env_config, env_count, env_seed, test_seed
+from hw.layouts.common import csr_write_layout
 from hw.nic.qcn_rp_config import RATE_FRAC, QcnRpConfig
 from sim.models.qcn import QcnCnm, QcnRpCodec, QcnRpModel, QcnTx
 
@@ -23,8 +31,42 @@ MBPS = 1 << RATE_FRAC
 
 class RpTB(StateCompareTB):
     def __init__(self, dut, cfg: QcnRpConfig, seed: int):
-        super().__init__(dut, seed, QcnRpModel(cfg), QcnRpCodec(cfg))
-        self.cfg = cfg
+        build_cfg = (env_config(QcnRpConfig, "CC_BUILD_CONFIG")
+                     if "CC_BUILD_CONFIG" in os.environ else cfg)
+        super().__init__(dut, seed, QcnRpModel(build_cfg), QcnRpCodec(build_cfg))
+        self.cfg, self.build_cfg = cfg, build_cfg
+        dut.csr_w__valid.value = 0
+
+    async def start(self):
+        await super().start()
+        await self.write_config()
+
+    async def write_config(self):
+        """At mid-period after reset: write every register whose value in ``cfg`` differs from
+        the build's reset value, one per cycle (the block is always ready; the model applies a
+        write after the cycle that takes it, as the RTL does from the next cycle)."""
+        build_map = self.build_cfg.register_map()
+        layout = csr_write_layout(build_map.addr_width, build_map.data_width)
+        writes = []
+        for r in self.cfg.register_map().registers:
+            b = build_map[r.name]
+            assert r.reset < 1 << b.width, f"{r.name} = {r.reset} does not fit the build"
+            if r.writable and r.reset != b.reset:
+                writes.append((r.name, build_map.addr(r.name), r.reset))
+        for _, addr, value in writes:
+            self.dut.csr_w__payload.value = layout.const({"addr": addr, "data": value}).as_bits()
+            self.dut.csr_w__valid.value = 1
+            assert int(self.dut.csr_w__ready.value) == 1
+            await RisingEdge(self.dut.clk)
+            self.model.idle(1)
+            self.model.write(addr, value)
+            await Timer(CLOCK_PERIOD_NS // 2, unit="ns")
+        self.dut.csr_w__valid.value = 0
+        if writes:
+            # the model has the test's registers; the state is still the reset state
+            assert self.model.reg == self.cfg.registers()
+            self.check("after the register writes")
+            self.log.info("%d registers written: %s", len(writes), [w[0] for w in writes])
 
     @staticmethod
     def rate_of(state) -> int:
