@@ -39,6 +39,17 @@ Ports
   so that a stall enable reaching many block RAMs across the chip is one short route from a
   flip-flop beside each of them, not one net from a single driver.
 
+- ``a_data`` (only with ``read_a=True``): port A's fetch-and-replace: a write at
+  ``w_addr`` in cycle c also reads the word it replaces, on ``a_data`` in cycle c + 2 (the
+  word before the write; port A reads every cycle, so ``a_data`` is the old word at
+  ``w_addr`` two cycles before whether or not ``w_en`` was high).  Consecutive writes to one
+  address return each other's data in order (no forwarding).  Generic form: a second
+  non-transparent read port at ``w_addr``, then an output register (the memory then has no
+  ``no_rw_check``: the read at the write address must return the old word); ECP5 form:
+  ``DOA`` with ``WRITEMODE_A = "READBEFOREWRITE"`` and ``REGMODE_A = "OUTREG"``, the banks'
+  outputs multiplexed as port B's are.  Without ``read_a`` nothing changes (the same
+  Verilog as before the option existed).
+
 Latency 2 (address at c, data at c + 2); throughput one read and one write per clock.
 
 Collision rule: a read whose address is written in the same cycle returns an undefined word
@@ -113,7 +124,7 @@ class Bram:
     in the Verilog as unused aliases)."""
 
     def __init__(self, shape, depth: int, *, name: str = "bram", r_addr=None, r_en=None,
-                 r_en_next=None):
+                 r_en_next=None, read_a: bool = False):
         if depth < 1:
             raise ValueError(f"depth={depth}: at least 1 word")
         self.shape = shape
@@ -132,6 +143,9 @@ class Bram:
         self.r_en = Signal(init=1, name=f"{name}_r_en") if r_en is None else r_en
         # reset-less like the DP16KD's output register (its RST is not used)
         self.r_data = Signal(shape, name=f"{name}_r_data", reset_less=True)
+        self.read_a = read_a
+        if read_a:                      # port A's fetch-and-replace (see the module docstring)
+            self.a_data = Signal(shape, name=f"{name}_a_data", reset_less=True)
 
     def build(self, m: Module, platform) -> None:
         """Add the RAM to ``m`` in the form ``platform`` asks for (:func:`bram_family`)."""
@@ -143,12 +157,18 @@ class Bram:
         # the memory cell itself; no_rw_check: a read colliding with a write is undefined
         # (the collision rule), so Yosys adds no read-first logic after the block RAM
         mem = MemoryInstance(data=MemoryData(shape=self.width, depth=self.depth, init=[]),
-                             attrs={"no_rw_check": 1})
+                             attrs={} if self.read_a else {"no_rw_check": 1})
         rdata = Signal(self.width, name=f"{self.name}_rdata")
         mem.write_port(domain="sync", addr=self.w_addr, data=Value.cast(self.w_data),
                        en=self.w_en)
         mem.read_port(domain="sync", addr=self.r_addr, data=rdata, en=self.r_en,
                       transparent_for=())
+        if self.read_a:
+            # port A's read of the word being replaced (non-transparent: the old word)
+            adata = Signal(self.width, name=f"{self.name}_adata")
+            mem.read_port(domain="sync", addr=self.w_addr, data=adata, en=Const(1),
+                          transparent_for=())
+            m.d.sync += self.a_data.eq(adata)
         m.submodules[self.name] = mem
         with m.If(self.r_en):
             m.d.sync += self.r_data.eq(rdata)
@@ -165,9 +185,13 @@ class Bram:
         wdata = Signal(cols * w, name=f"{name}_wdata")
         m.d.comb += wdata.eq(Value.cast(self.w_data))
         bank_out = []
+        bank_out_a = []
         for b in range(banks):
             sel_w = (wa[lw:] == b) if banks > 1 else Const(1, 1)
             dout = Signal(cols * w, name=f"{name}_bank{b}_data")
+            if self.read_a:
+                dout_a = Signal(cols * w, name=f"{name}_bank{b}_adata")
+                bank_out_a.append(dout_a)
             # the address inside a primitive, zero-extended if the RAM is shallower
             used = min(lw, aw)
             for col in range(cols):
@@ -205,17 +229,35 @@ class Bram:
                     ports[f"i_DIA{i}"] = di[i]
                     ports[f"i_DIB{i}"] = Const(0)
                     ports[f"o_DOB{i}"] = do_b[i]
+                if self.read_a:
+                    do_a = Signal(18, name=f"{name}_b{b}_c{col}_doa")
+                    for i in range(18):
+                        ports[f"o_DOA{i}"] = do_a[i]
+                    m.d.comb += dout_a[col * w:(col + 1) * w].eq(do_a[:w])
                 m.submodules[f"{name}_dp16kd_b{b}_c{col}"] = Instance(
                     "DP16KD",
                     p_DATA_WIDTH_A=w, p_DATA_WIDTH_B=w,
-                    p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG",
+                    p_REGMODE_A="OUTREG" if self.read_a else "NOREG", p_REGMODE_B="OUTREG",
                     p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
                     p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
-                    p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
+                    p_WRITEMODE_A="READBEFOREWRITE" if self.read_a else "NORMAL",
+                    p_WRITEMODE_B="NORMAL",
                     p_GSR="DISABLED",
                     **ports)
                 m.d.comb += dout[col * w:(col + 1) * w].eq(do_b[:w])
             bank_out.append(dout)
+        if self.read_a:
+            # port A's banks: the write address's bank, through the same two register stages
+            if banks == 1:
+                m.d.comb += self.a_data.eq(bank_out_a[0][:W])
+            else:
+                asel1 = Signal(range(banks), name=f"{name}_asel1", reset_less=True)
+                asel2 = Signal(range(banks), name=f"{name}_asel2", reset_less=True)
+                m.d.sync += [asel1.eq(wa[lw:]), asel2.eq(asel1)]
+                out_a = bank_out_a[banks - 1][:W]
+                for b in reversed(range(banks - 1)):
+                    out_a = Mux(asel2 == b, bank_out_a[b][:W], out_a)
+                m.d.comb += self.a_data.eq(out_a)
         if banks == 1:
             m.d.comb += self.r_data.eq(bank_out[0][:W])
         else:
