@@ -162,7 +162,7 @@ def test_config_rejects(kw):
 def test_config_defaults_roundtrip():
     c = TimerCalendarConfig()
     assert (c.slots, c.horizon, c.id_bits, c.n_words, c.insert_latency) == (
-        65536, 32768, 14, 2048, 9)
+        65536, 32768, 14, 2048, 10)
     assert TimerCalendarConfig.from_json(CFG.to_json()) == CFG
 
 
@@ -187,13 +187,13 @@ def test_three_entries_in_one_slot_pop_lifo():
 
 
 def test_deadline_in_the_past_pops_at_n_plus_il():
-    # IL = 9 (5 cycles until the cursor sees the insert + the look-ahead 4): at n = 10, 11,
-    # 12 deadlines 3 (past), 11 (now) and 19 (< n + IL) pop at 19, 20, 21; at n = 30 a
-    # deadline one cycle before n + IL pops at n + IL
-    assert IL == 9
-    plan = {10: (1, 0, 3), 11: (2, 0, 11), 12: (3, 0, 19), 30: (4, 1, 38)}
+    # IL = 10 (5 cycles until the cursor sees the insert + the look-ahead 5): at n = 10, 11,
+    # 12 deadlines 3 (past), 11 (now) and 19 (< n + IL) pop at 20, 21, 22; at n = 30 a
+    # deadline one cycle before n + IL (39) pops at n + IL = 40
+    assert IL == 10
+    plan = {10: (1, 0, 3), 11: (2, 0, 11), 12: (3, 0, 19), 30: (4, 1, 39)}
     r = Run(CFG, 60, _schedule(plan)).run()
-    assert r.pops == [(19, 1, 0, 19), (20, 2, 0, 20), (21, 3, 0, 21), (39, 4, 1, 39)]
+    assert r.pops == [(20, 1, 0, 20), (21, 2, 0, 21), (22, 3, 0, 22), (40, 4, 1, 40)]
 
 
 def test_parking():

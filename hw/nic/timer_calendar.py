@@ -23,7 +23,7 @@ Ports
   saturating).  No overflow ports: nothing can overflow.
 
 Latency and throughput: one insert per cycle; an insert accepted at ``now == n`` pops at
-``n + 9`` (:data:`~hw.nic.timer_calendar_config.INSERT_LATENCY`) at the earliest, at its
+``n + 10`` (:data:`~hw.nic.timer_calendar_config.INSERT_LATENCY`) at the earliest, at its
 deadline if later; consecutive slots pop one per cycle; the entries of one slot one per 3
 cycles (LIFO), see the model.
 
@@ -39,7 +39,7 @@ Storage (block RAM, every read with latency 2, :class:`hw.lib.bram.Bram`)
   flip-flops ("0 means empty whatever the RAM holds": no clearing sweep).
 
 Insert pipeline (n: the cycle the insert is accepted)
-- n, n + 1: the target (the wheel's rule: max with n + 9, parking at n + H, or at the
+- n, n + 1: the target (the wheel's rule: max with n + 10, parking at n + H, or at the
   cursor's word end + H when it lags): the deadline's compares into registers at n, the
   selects at n + 1.
 - n + 2: bitmap read of the target's word, and its ``nz`` (a multiplexer per group of words
@@ -53,17 +53,20 @@ Insert pipeline (n: the cycle the insert is accepted)
 - n + 8: link RAM write: link[e] <- the old head (arrived at n + 7, registered).
 
 Cursor (the wheel's, without its summary): its word's bits in a register (pops clear them
-there only), up to 4 following words in registers (a queue filled by one bitmap read per
-cycle, 2 cycles in flight: ``nz``-masked, the writes it missed ORed in on arrival).  The
-lowest set bit due by ``now + 4`` is issued per cycle; the cursor moves one word per cycle
+there only), up to 5 following words in registers (a queue filled by one bitmap read per
+cycle, 3 cycles in flight: the RAM's latency 2, then the raw word registered; its ``nz``
+(a three-stage multiplexer) and the writes it missed ORed in from registers).  The
+lowest set bit due by ``now + 5`` is issued per cycle; the cursor moves one word per cycle
 through empty words; its leave clears ``nz`` a cycle later (from registers).  The leave is
 one LUT from registers: "the word is empty / has one bit" (cur_z, cur_o), "its last slot is
 due" and the due offsets are registers computed a cycle ahead for both outcomes of the
 leave.  No insert lands in a word being left or a slot already issued: a
-target is >= n + 9 and is seen by the cursor from n + 5, which issues slots due by now + 4.
+target is >= n + 10 and is seen by the cursor from n + 5, which issues slots due by now + 5.
 
-Pop side: issued slot (register) -> head read -> 2 cycles -> the head {id, more}: into the
-pop buffer (2 entries), or into the head queue (4 entries) while a list is being chased;
+Pop side: issued slot (register) -> head read -> 2 cycles -> the head {id, more},
+registered (the head RAM's bank multiplexer and the route from the block-RAM columns are a
+cycle of their own) -> into the pop buffer (2 entries), or into the head queue (5 entries:
+the heads of 4 cycles of issues) while a list is being chased;
 an entry with "more" issues the link read of its id the cycle after it enters the buffer
 (the address from a register), whose result (3 cycles after the entry) is the next entry
 of the list (held in a register if the buffer is full).
@@ -177,7 +180,7 @@ class TimerCalendar(wiring.Component):
             m.d.comb += h.eq(v & (w_reg == w))
             return h
 
-        def nz_at(w, w_next, name, with_a1=True):
+        def nz_at(w, w_next, name):
             """``nz`` of word ``w`` as of this cycle (the last write, a1, which reaches the
             flags at the next edge, included), registered over two cycles: a multiplexer
             per group (by w's low bits) and a1's compare into registers, then one over the
@@ -191,12 +194,29 @@ class TimerCalendar(wiring.Component):
             m.d.sync += grp.eq(Cat(*[nz[g << ln:(g + 1) << ln].bit_select(w[:ln], 1)
                                      for g in range(gn)]))
             r = Signal(name="")
-            if with_a1:
-                a1h = Signal(name=f"{name}_a1")
-                m.d.sync += a1h.eq(hit(a1_v, a1_w, w))
-                m.d.comb += r.eq(grp.bit_select(w_next[ln:], 1) | a1h)
-            else:
-                m.d.comb += r.eq(grp.bit_select(w_next[ln:], 1))
+            a1h = Signal(name=f"{name}_a1")
+            m.d.sync += a1h.eq(hit(a1_v, a1_w, w))
+            m.d.comb += r.eq(grp.bit_select(w_next[ln:], 1) | a1h)
+            return r
+
+        def nz_at3(w, w1, w2, name):
+            """``nz`` of word ``w`` as of this cycle, into a register over three cycles (a
+            multiplexer per group of words by w's low bits, then per group of those by the
+            middle bits of ``w1`` = w a cycle later, then over the rest by ``w2``'s high
+            bits): about 16:1, 16:1, 8:1 at 2048 words, so each stage is a few LUTs."""
+            l1 = (wib + 2) // 3
+            l2 = min(wib, 2 * l1)
+            g1 = NW >> l1
+            grp1 = Signal(g1, name=f"{name}_g1")
+            m.d.sync += grp1.eq(Cat(*[nz[g << l1:(g + 1) << l1].bit_select(w[:l1], 1)
+                                      for g in range(g1)]))
+            g2 = NW >> l2
+            n2 = 1 << (l2 - l1)
+            grp2 = Signal(g2, name=f"{name}_g2")
+            m.d.sync += grp2.eq(Cat(*[grp1[g * n2:(g + 1) * n2].bit_select(w1[l1:l2], 1)
+                                      for g in range(g2)]))
+            r = Signal(name=f"{name}_r")
+            m.d.sync += r.eq(grp2.bit_select(w2[l2:], 1) if g2 > 1 else grp2[0])
             return r
 
         # -- cursor state ------------------------------------------------------------------
@@ -207,10 +227,10 @@ class TimerCalendar(wiring.Component):
         C = LOOKAHEAD_WORDS
         lq = [Signal(B, name=f"lq{i}") for i in range(C)]   # words cw + 1 ...
         lq_lvl = Signal(range(C + 1))
-        rf1, rf2 = Signal(), Signal()                       # look-ahead reads in flight
+        rf1, rf2, rf3 = Signal(), Signal(), Signal()        # look-ahead reads in flight
         rd_ptr = Signal(wib, init=1)                        # the next word to read
         rw1 = Signal(wib)                                   # the word read last cycle
-        rnz2 = Signal()
+        rw2 = Signal(wib)                                   # and the cycle before
         leave_r = Signal()
         lv_hi, lv_lo = Signal(G), Signal(K)                 # the cursor's word of last cycle
 
@@ -304,7 +324,7 @@ class TimerCalendar(wiring.Component):
         m.d.sync += [s5_v.eq(s4_v), s5_id.eq(s4_id), s6_v.eq(s5_v), s6_id.eq(s5_id)]
         # n + 8: the old head, registered (the head RAM's port-A bank multiplexer and the
         # route to the link RAM are a cycle of their own), written to link[e]; the chase
-        # reads link[e] at issue + 4 >= n + 9
+        # reads link[e] at issue + 5 >= n + 10
         s7_v, s7_id, s7_old = Signal(), Signal(ib), Signal(ib + 1)
         m.d.sync += [s7_v.eq(s6_v), s7_id.eq(s6_id), s7_old.eq(head.a_data)]
         m.d.comb += [link.w_addr.eq(s7_id), link.w_data.eq(s7_old), link.w_en.eq(s7_v)]
@@ -346,6 +366,16 @@ class TimerCalendar(wiring.Component):
         m.d.sync += [arr_y.eq(Mux(a1_v & (a1_w == rd_ptr), a1_oh, 0)), arr_a3.eq(arr_y)]
         m.d.sync += [arr_a1.eq(s3_v & (s3_w == rw1)), arr_x.eq(s3_v & (s3_w == rd_ptr)),
                      arr_a2.eq(arr_x), arr_m.eq(s2_v & (s2_slot[ws:] == rw1))]
+        # the word arrives from the RAM at rf2 and is registered raw (d3: the route from the
+        # block-RAM column is a cycle of its own); its nz mask and the writes it missed up to
+        # then (fw3, from registers) are applied at rf3 (that cycle's write is m_at's, below)
+        d3, fw3 = Signal(B), Signal(B)
+        # the read's nz (as of its cycle: the last write, a1, is taken by arr_a3) in three
+        # stages, ready with the word's raw register
+        rnz3 = nz_at3(rd_ptr, rw1, rw2, "rnz")
+        m.d.sync += [d3.eq(bm_c.r_data),
+                     fw3.eq(Mux(arr_a1, a1_oh, 0) | Mux(arr_a2, a2_oh, 0)
+                            | Mux(arr_m, bit_oh, 0) | arr_a3)]
         bits = cur
         p_any, p_off = _first_set(m, bits, B)
         # "the cursor's word is empty / has one bit" as registers (cur_z, cur_o), computed
@@ -374,8 +404,8 @@ class TimerCalendar(wiring.Component):
         m.d.sync += [lag_end.eq(Mux(leave, lag_ge(2 * B - 2), lag_ge(B - 2))),
                      due_mask.eq(Cat(*[(hi_n | (lo_n >= i)) if i else Const(1)
                                        for i in range(B)]))]
-        iss1_v, iss2_v, iss3_v = Signal(), Signal(), Signal()
-        iss1_t, iss2_t, iss3_t = Signal(W), Signal(W), Signal(W)
+        iss1_v, iss2_v, iss3_v, iss4_v = Signal(), Signal(), Signal(), Signal()
+        iss1_t, iss2_t, iss3_t, iss4_t = Signal(W), Signal(W), Signal(W), Signal(W)
         hq_lvl = Signal(range(HEAD_QUEUE + 1))
         # head queue + heads in flight <= HEAD_QUEUE - 1: a register (its next value from
         # the next queue level, both outcomes of this cycle's issue)
@@ -389,28 +419,27 @@ class TimerCalendar(wiring.Component):
         # (with lag_end every offset is due, so "the one bit left is issued" is advance)
         m.d.comb += leave.eq(lag_end & (lq_lvl != 0) & (cur_z | (advance & cur_o)))
         m.d.sync += [iss1_v.eq(issue), iss1_t.eq(Cat(p_off, wbt[ws:])),
-                     iss2_v.eq(iss1_v), iss2_t.eq(iss1_t), iss3_v.eq(iss2_v), iss3_t.eq(iss2_t)]
+                     iss2_v.eq(iss1_v), iss2_t.eq(iss1_t), iss3_v.eq(iss2_v), iss3_t.eq(iss2_t),
+                     iss4_v.eq(iss3_v), iss4_t.eq(iss3_t)]
         m.d.comb += head.r_addr.eq(iss1_t[:sb])
 
         # look-ahead words: lq[i] is word cw + 1 + i (i < lq_lvl), the last write ORed in;
-        # the read arriving now (rf2) is word cw + 1 + lq_lvl
+        # the read completing now (rf3) is word cw + 1 + lq_lvl
         eff = []
         for i in range(C):
             eff.append(lq[i])
         arr = Signal(B)
-        m.d.comb += arr.eq(Mux(rnz2, bm_c.r_data, 0) | Mux(arr_a1, a1_oh, 0)
-                           | Mux(arr_a2, a2_oh, 0) | Mux(arr_m, bit_oh, 0) | arr_a3)
+        m.d.comb += arr.eq(Mux(rnz3, d3, 0) | fw3)
         src = [Signal(B, name=f"lq_src{i}") for i in range(C + 1)]
         for i in range(C + 1):
             m.d.comb += src[i].eq(Mux(lq_lvl > i, eff[i], arr) if i < C else arr)
         for i in range(C):
             m.d.sync += lq[i].eq(Mux(leave, src[i + 1] | m_at(i + 2), src[i] | m_at(i + 1)))
         rd = Signal()
-        m.d.comb += rd.eq(lq_lvl + rf1 + rf2 <= C - 1)
+        m.d.comb += rd.eq(lq_lvl + rf1 + rf2 + rf3 <= C - 1)
         m.d.comb += bm_c.r_addr.eq(rd_ptr)
-        m.d.sync += [lq_lvl.eq(lq_lvl + rf2 - leave), rf1.eq(rd), rf2.eq(rf1),
-                     rw1.eq(rd_ptr),
-                     rnz2.eq(nz_at(rd_ptr, rw1, "rnz1", with_a1=False))]
+        m.d.sync += [lq_lvl.eq(lq_lvl + rf3 - leave), rf1.eq(rd), rf2.eq(rf1), rf3.eq(rf2),
+                     rw1.eq(rd_ptr), rw2.eq(rw1)]
         with m.If(rd):
             m.d.sync += rd_ptr.eq(rd_ptr + 1)
         m.d.sync += lag.eq(Mux(leave, lag + (1 - B), lag + 1))
@@ -435,7 +464,9 @@ class TimerCalendar(wiring.Component):
 
         # -- pop side ----------------------------------------------------------------------
         # sources of the next entry: the held link result, the link result arriving now
-        # (lk2), the head queue, the head arriving now (iss3); one enters the buffer per cycle
+        # (lk2), the head queue, the head arrived last cycle (iss4, registered: the head RAM's
+        # bank multiplexer and the route from the block-RAM columns are a cycle of their
+        # own); one enters the buffer per cycle
         lk1, lk2, lk3 = Signal(), Signal(), Signal()
         hold_v, hold_id, hold_more = Signal(), Signal(ib), Signal()
         chase_t = Signal(W)
@@ -444,7 +475,8 @@ class TimerCalendar(wiring.Component):
         pb = [Signal(self.pop.payload.shape(), name=f"pb{i}") for i in range(POP_BUFFER)]
         pb_lvl = Signal(range(POP_BUFFER + 1))
         l_id, l_more = link.r_data[:ib], link.r_data[ib]
-        h_id, h_more = head.r_data[:ib], head.r_data[ib]
+        h_id, h_more = Signal(ib), Signal()
+        m.d.sync += [h_id.eq(head.r_data[:ib]), h_more.eq(head.r_data[ib])]
         # the queue's level also one-hot (hq_oh[i]: level i) and the buffer's room, as
         # registers: the sequencer's decision is a LUT or two from registers
         hq_oh = Signal(HEAD_QUEUE + 1, init=1)
@@ -455,14 +487,14 @@ class TimerCalendar(wiring.Component):
         m.d.comb += busy.eq(hold_v | lk1 | lk2 | lk3)
         m.d.comb += [use_hold.eq(hold_v), use_link.eq(~hold_v & lk3),
                      use_hq.eq(~busy & hq_any),
-                     use_head.eq(~busy & ~hq_any & iss3_v)]
+                     use_head.eq(~busy & ~hq_any & iss4_v)]
         c_id, c_more, c_t = Signal(ib), Signal(), Signal(W)
         m.d.comb += [
             c_id.eq(Mux(use_hold, hold_id, Mux(use_link, l_id,
                                                Mux(use_hq, hq[0].id, h_id)))),
             c_more.eq(Mux(use_hold, hold_more, Mux(use_link, l_more,
                                                    Mux(use_hq, hq[0].more, h_more)))),
-            c_t.eq(Mux(use_hold | use_link, chase_t, Mux(use_hq, hq[0].t, iss3_t))),
+            c_t.eq(Mux(use_hold | use_link, chase_t, Mux(use_hq, hq[0].t, iss4_t))),
         ]
         room = Signal(init=1)
         push = Signal()
@@ -500,9 +532,9 @@ class TimerCalendar(wiring.Component):
         # the head queue: the first leaves when used, the arriving head joins unless used
         hdeq = Signal()
         henq = Signal()
-        m.d.comb += [hdeq.eq(use_hq & push), henq.eq(iss3_v & ~(use_head & push))]
+        m.d.comb += [hdeq.eq(use_hq & push), henq.eq(iss4_v & ~(use_head & push))]
         hnew = Signal(ent)
-        m.d.comb += [hnew.id.eq(h_id), hnew.more.eq(h_more), hnew.t.eq(iss3_t)]
+        m.d.comb += [hnew.id.eq(h_id), hnew.more.eq(h_more), hnew.t.eq(iss4_t)]
         hpos_oh = Signal(HEAD_QUEUE + 1, name="")     # hq_lvl - hdeq, one-hot
         m.d.comb += hpos_oh.eq(Mux(hdeq, hq_oh[1:], hq_oh))
         for i in range(HEAD_QUEUE):
@@ -525,7 +557,7 @@ class TimerCalendar(wiring.Component):
                          for lv in range(HEAD_QUEUE)]).any()
 
         fl = Signal(2, name="")         # heads in flight next cycle besides this issue
-        m.d.comb += fl.eq(iss1_v + iss2_v)
+        m.d.comb += fl.eq(iss1_v + iss2_v + iss3_v)
         m.d.sync += [hq_lvl.eq(hq_next), advance.eq(Mux(issue, fits(fl + 1), fits(fl)))]
 
         # -- statistics ----------------------------------------------------------------------

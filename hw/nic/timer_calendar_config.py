@@ -13,8 +13,10 @@ __all__ = ["TimerCalendarConfig", "INSERT_LATENCY", "LOOKAHEAD", "POP_BUFFER", "
 
 #: The cursor issues the slots due by ``now + LOOKAHEAD``: an issued slot's head is read one
 #: cycle later (the address from a register), arrives from the head RAM two cycles after
-#: that (latency 2), enters the pop buffer in that cycle and is on ``pop`` in the next.
-LOOKAHEAD = 4
+#: that (latency 2), is registered (the head RAM's bank multiplexer and the route from the
+#: block-RAM columns are a cycle of their own), enters the pop buffer in the next cycle and
+#: is on ``pop`` in the one after.
+LOOKAHEAD = 5
 #: An insert accepted at ``now == n`` pops at ``n + INSERT_LATENCY`` at the earliest: it is
 #: visible to the cursor from ``n + 5`` (the target over two stages, n and n + 1, the bitmap
 #: read issued at n + 2, data and the read-modify-write at n + 4, written into the cursor's
@@ -25,10 +27,13 @@ INSERT_LATENCY = 5 + LOOKAHEAD
 #: counted from the registered level).
 POP_BUFFER = 2
 #: Entries of the head queue: heads read while a list is still being chased wait there, in
-#: slot order; the cursor issues only while the queue has room for every head in flight.
-HEAD_QUEUE = 4
-#: Bitmap words the cursor holds ahead of its own word (registers) plus the reads in flight.
-LOOKAHEAD_WORDS = 4
+#: slot order; the cursor issues only while the queue has room for every head in flight
+#: (up to 4: one issue per cycle, 4 cycles from the issue to the sequencer).
+HEAD_QUEUE = 5
+#: Bitmap words the cursor holds ahead of its own word (registers) plus the reads in flight
+#: (3 cycles each: the block RAM's latency 2, then the raw word registered before it is
+#: masked and placed); 5 keeps one word per cycle through empty words.
+LOOKAHEAD_WORDS = 5
 
 
 def _pow2(owner, field, value, lo, hi):

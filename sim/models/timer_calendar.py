@@ -4,8 +4,8 @@
 The contract (what the user may rely on; the RTL matches it on every output, every cycle)
 ------------------------------------------------------------------------------------------
 Notation: S = ``slots``, H = ``horizon``, B = ``word_bits``, W = ``time_width``, IL =
-:data:`~hw.nic.timer_calendar_config.INSERT_LATENCY` (9), LA =
-:data:`~hw.nic.timer_calendar_config.LOOKAHEAD` (4); all times are W-bit stamps, ``le(a, b)``
+:data:`~hw.nic.timer_calendar_config.INSERT_LATENCY` (10), LA =
+:data:`~hw.nic.timer_calendar_config.LOOKAHEAD` (5); all times are W-bit stamps, ``le(a, b)``
 is the wrap-safe ``(b - a) mod 2**W < 2**(W-1)``.  ``now`` is an input that is 0 in the first
 cycle after reset and advances by exactly 1 per cycle.
 
@@ -42,10 +42,10 @@ whole list leaves the bitmap.  Then, if its word is empty and its last slot is d
 B - 1``) and a look-ahead word is ready (always, in practice: see the RTL), the cursor moves
 to the next word (``wbt += B``): one word per cycle through empty words.
 
-Pop side.  An issued list's head reaches the sequencer 3 cycles after the issue (head RAM
-read one cycle later, latency 2); every further entry comes from a link-RAM read issued the
-cycle after the entry before it enters the pop buffer (its id from a register), 3 cycles
-after that entry.  Per cycle ONE entry may enter the
+Pop side.  An issued list's head reaches the sequencer 4 cycles after the issue (head RAM
+read one cycle later, latency 2, then registered); every further entry comes from a
+link-RAM read issued the cycle after the entry before it enters the pop buffer (its id from
+a register), 3 cycles after that entry.  Per cycle ONE entry may enter the
 pop buffer, if its registered level is below POP_BUFFER, the first of: the held link result;
 the link result arriving now; nothing while a link read is in flight (the list is not done);
 the head queue's first head; the head arriving now.  A link result that cannot enter is held;
@@ -103,8 +103,8 @@ class TimerCalendarModel:
         self.ins_pipe = [None] * 5         # accepted 1..5 cycles ago: (slot, id)
         self.wbt = 0
         self.lq = 0                        # look-ahead words ready, reads in flight
-        self.rf = [False, False]
-        self.iss = [None, None, None]      # issued 1, 2, 3 cycles ago: (time, ids)
+        self.rf = [False, False, False]  # look-ahead reads 1, 2, 3 cycles old
+        self.iss = [None] * 4             # issued 1 ... 4 cycles ago: (time, ids)
         self.hq: list = []                 # head queue: (time, ids)
         self.chase = None                  # (time, ids not yet pushed) of the list in chase
         self.lk = [False, False, False]    # link read due 1, 2, 3 cycles ago
@@ -164,7 +164,7 @@ class TimerCalendarModel:
         leave = not offs and lag >= B - 1 and self.lq >= 1
         # -- pop side: one entry into the pop buffer per cycle ----------------------------
         room = len(self.pb) < POP_BUFFER
-        arriving = self.iss[2]
+        arriving = self.iss[3]
         cand = None                  # (time, ids), the entry is ids[0]
         src = None
         if self.hold:
@@ -205,10 +205,10 @@ class TimerCalendarModel:
         assert len(self.hq) <= HEAD_QUEUE
         self.hold = hold
         self.lk = [link_rd, self.lk[0], self.lk[1]]
-        self.iss = [new_iss, self.iss[0], self.iss[1]]
+        self.iss = [new_iss] + self.iss[:3]
         rd = self.lq + sum(self.rf) <= LOOKAHEAD_WORDS - 1
-        self.lq += int(self.rf[1]) - int(leave)
-        self.rf = [rd, self.rf[0]]
+        self.lq += int(self.rf[2]) - int(leave)
+        self.rf = [rd, self.rf[0], self.rf[1]]
         # -- insert stage -----------------------------------------------------------------
         new_ins = None
         if ins is not None:
