@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..params import BlockConfig, ConfigError, bits_for, check_int
+from .timer_wheel_config import SlotRing
 
 __all__ = ["TimerCalendarConfig", "INSERT_LATENCY", "LOOKAHEAD", "POP_BUFFER", "HEAD_QUEUE",
            "LOOKAHEAD_WORDS"]
@@ -44,7 +45,7 @@ def _pow2(owner, field, value, lo, hi):
 
 
 @dataclass(frozen=True)
-class TimerCalendarConfig(BlockConfig):
+class TimerCalendarConfig(SlotRing, BlockConfig):
     """Calendar sizing.
 
     - ``slots`` (S): one-cycle slots (slot = time mod S), a power of two, at least 8 bitmap
@@ -82,22 +83,6 @@ class TimerCalendarConfig(BlockConfig):
                   hi_name="slots - 2 * word_bits")
 
     # -- derived -------------------------------------------------------------------------
-    @property
-    def slot_bits(self) -> int:
-        return self.slots.bit_length() - 1
-
-    @property
-    def word_shift(self) -> int:
-        return self.word_bits.bit_length() - 1
-
-    @property
-    def n_words(self) -> int:
-        return self.slots // self.word_bits
-
-    @property
-    def word_index_bits(self) -> int:
-        return self.n_words.bit_length() - 1
-
     @property
     def id_bits(self) -> int:
         return self.flow_bits + self.gen_bits

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..params import BlockConfig, ConfigError, bits_for, check_int
 
-__all__ = ["TimerWheelConfig", "INSERT_LATENCY", "INSERT_LATENCIES", "POP_BUFFER"]
+__all__ = ["SlotRing", "TimerWheelConfig", "INSERT_LATENCY", "INSERT_LATENCIES", "POP_BUFFER"]
 
 #: An entry accepted on ``ins`` in the cycle where ``now == n`` can pop (``pop.valid``) at the
 #: earliest in the cycle where ``now == n + INSERT_LATENCY``: the insert stage, the search
@@ -40,8 +40,30 @@ def _pow2(owner, field, value, lo, hi):
     return value
 
 
+class SlotRing:
+    """The geometry shared by the timer services (:class:`TimerWheelConfig`,
+    :class:`~hw.nic.timer_calendar_config.TimerCalendarConfig`): ``slots`` one-cycle slots
+    (a power of two) in bitmap words of ``word_bits`` bits."""
+
+    @property
+    def slot_bits(self) -> int:
+        return self.slots.bit_length() - 1
+
+    @property
+    def word_shift(self) -> int:
+        return self.word_bits.bit_length() - 1
+
+    @property
+    def n_words(self) -> int:
+        return self.slots // self.word_bits
+
+    @property
+    def word_index_bits(self) -> int:
+        return max(1, self.n_words.bit_length() - 1)
+
+
 @dataclass(frozen=True)
-class TimerWheelConfig(BlockConfig):
+class TimerWheelConfig(SlotRing, BlockConfig):
     """Timing-wheel sizing.
 
     - ``slots`` (S): one-cycle slots, a power of two; one entry per slot.
@@ -91,22 +113,6 @@ class TimerWheelConfig(BlockConfig):
                   hi_name="slots - horizon - word_bits (the capacity rule)")
 
     # -- derived -------------------------------------------------------------------------
-    @property
-    def slot_bits(self) -> int:
-        return self.slots.bit_length() - 1
-
-    @property
-    def word_shift(self) -> int:
-        return self.word_bits.bit_length() - 1
-
-    @property
-    def n_words(self) -> int:
-        return self.slots // self.word_bits
-
-    @property
-    def word_index_bits(self) -> int:
-        return max(1, self.n_words.bit_length() - 1)
-
     @property
     def occ_width(self) -> int:
         return bits_for(self.slots)
