@@ -70,12 +70,9 @@ from hw.nic.timer_calendar_config import (
     POP_BUFFER,
     TimerCalendarConfig,
 )
+from sim.models.timer_wheel import wheel_le
 
 __all__ = ["TimerCalendarModel", "TimerCalendarOut"]
-
-
-def _le(a: int, b: int, width: int) -> bool:
-    return ((b - a) % (1 << width)) < (1 << (width - 1))
 
 
 class TimerCalendarOut(NamedTuple):
@@ -131,7 +128,7 @@ class TimerCalendarModel:
     def target(self, deadline: int, now: int) -> int:
         m, B = self.mask, self.B
         earliest = (now + INSERT_LATENCY) & m
-        t = earliest if _le(deadline, earliest, self.W) else deadline & m
+        t = earliest if wheel_le(deadline, earliest, self.W) else deadline & m
         park = ((now if self.lag(now) <= B else self.wbt + B - 1) + self.H) & m
         return t if ((t - self.wbt) & m) <= ((park - self.wbt) & m) else park
 
