@@ -6,9 +6,9 @@ sees, and checks every decision against it.  Any other port the block may grow (
 port, say) is left undriven, i.e. at its reset value: no register writes, the registers keep
 the configuration's values.
 
-The reference, per decision (the decision on the output always belongs to the last frame
-accepted: a sampled frame holds ``frame.ready`` low until its decision, and a frame is only
-taken when the decision register is free or being emptied):
+The reference, per decision (the decision on the output belongs to the oldest frame taken and
+not yet decided: the block takes frames while a decision waits in its output register and a
+second one behind it, so the harness keeps the frames in flight, up to 3, asserted):
 
 * ``Q_off = qlen - Q_eq``, ``Q_delta = qlen - Q_old`` where ``Q_old`` is the ``qlen`` of the
   previous *sampled* frame (0 after reset), ``Fb = -(Q_off + w Q_delta)``;
@@ -18,13 +18,17 @@ taken when the decision register is free or being emptied):
   multiply-by-reciprocal), and 0 without a CNM;
 * ``QOffset``/``QDelta`` = ``floor(Q_off / 64)``/``floor(Q_delta / 64)`` (two's complement,
   stated as ``64 q <= x < 64 q + 64``), 0 without a CNM;
-* sampling: the byte counter, exactly.  After reset the first sample is the first frame at
-  which the bytes seen reach ``sample_table[0]``; after the n-th sample, with feedback index
-  ``i = qntzFb >> 3``, the next one is the first frame at which the bytes since that sample
-  reach ``lo_i + ((span_i r_n) >> D)``, ``r_n`` the n-th ``D``-bit draw of the configured
+* sampling: the byte counter, exactly, counted at the frames the block takes.  After reset the
+  first sample is the first frame at which the bytes taken reach ``sample_table[0]``; after
+  the n-th sample, with feedback index ``i = qntzFb >> 3`` (read from its decision when it
+  reaches the output: between a sample taken and that cycle the block takes no frame,
+  asserted), the next one is the first frame at which the bytes since that sample reach
+  ``lo_i + ((span_i r_n) >> D)``, ``r_n`` the n-th ``D``-bit draw of the configured
   LFSR, taken from its Python model (:mod:`hw.lfsr`, checked against the RTL's next-state
   function by ``tests/test_lfsr.py``).  Every such interval lies in ``[lo_i, lo_i + span_i]``
   (asserted when the harness is built): the standard's "uniform in about 0.85 S .. 1.15 S".
+  Every decision's ``sampled`` equals the reference's verdict on its frame (kept with the
+  frame in flight).
 
 Two white-box checks keep the bounds at one sample's pipeline (``sample_latency``) instead of
 two: ``qcn_cp.sampling`` also asserts, whenever the block takes a frame, that its byte counter
@@ -108,37 +112,28 @@ def _harness(check_feedback: bool, check_sampling: bool):
         # the harness's reference state (reset with the block)
         # the frames taken and not yet decided, oldest first (the block takes a frame while
         # a decision waits in its output or skid register, so the decision at the output
-        # belongs to the oldest of them, not to the last frame taken): qlen, length and the
-        # Q_old the block compared it with (white-box, read when it takes the frame)
+        # belongs to the oldest of them, not to the last frame taken): qlen, length, the
+        # Q_old the block compared it with (white-box, read when it takes the frame), and the
+        # sampling reference's verdict on it ("sampled", and "known": the reference knows the
+        # counter, i.e. fewer than CP_SAMPLES reloads were needed)
         inq = [(Signal(W, name=f"inq_qlen{i}"), Signal(cfg.len_width, name=f"inq_len{i}"),
-                Signal(W, name=f"inq_qold{i}")) for i in range(IN_FLIGHT)]
+                Signal(W, name=f"inq_qold{i}"), Signal(name=f"inq_samp{i}"),
+                Signal(name=f"inq_known{i}")) for i in range(IN_FLIGHT)]
         n_in = Signal(range(IN_FLIGHT + 1))
         m.d.comb += [Assert(~(taken & (n_in == 0))),                  # a decision per frame
                      Assert(~(accept & ~taken & (n_in == IN_FLIGHT)))]
         m.d.sync += n_in.eq(n_in + accept - taken)
+        samp_h, known_h = Signal(), Signal()       # the reference's verdict on this frame
         for i, entry in enumerate(inq):
-            nxt = inq[i + 1] if i + 1 < IN_FLIGHT else (0, 0, 0)
+            nxt = inq[i + 1] if i + 1 < IN_FLIGHT else (0, 0, 0, 0, 0)
             with m.If(taken):
                 m.d.sync += [a.eq(b) for a, b in zip(entry, nxt, strict=True)]
             with m.If(accept & (n_in == i + taken)):
                 m.d.sync += [entry[0].eq(f.payload.qlen), entry[1].eq(f.payload.length),
-                             entry[2].eq(dut_q_old)]
-        last_qlen, last_len, q_old_at = inq[0]     # the frame the decision belongs to
-        q_old = Signal(W)                          # qlen of the previous sampled frame
-        acc = Signal(W + 1)                        # bytes of unsampled frames since a sample
-        first = Signal(init=1)                     # no sample since reset
-        idx = Signal(3)                            # qntzFb >> 3 of the last sample
+                             entry[2].eq(dut_q_old), entry[3].eq(samp_h),
+                             entry[4].eq(known_h)]
+        last_qlen, last_len, q_old_at, last_samp, last_known = inq[0]
         p = d.payload
-        tot = Signal(W + 2)
-        m.d.comb += tot.eq(acc + last_len)
-        q_old_next = Signal(W)                     # q_old after this cycle's decision
-        m.d.comb += q_old_next.eq(Mux(taken & p.sampled, last_qlen, q_old))
-        m.d.sync += q_old.eq(q_old_next)
-        with m.If(taken):
-            with m.If(p.sampled):
-                m.d.sync += [acc.eq(0), first.eq(0), idx.eq(p.qntz_fb[3:])]
-            with m.Else():
-                m.d.sync += acc.eq(tot)
 
         # the standard's feedback
         # Q_old as the block held it when it took the frame (white-box): the feedback
@@ -149,7 +144,7 @@ def _harness(check_feedback: bool, check_sampling: bool):
         s = Signal(signed(W + 6))                  # -Fb = Q_off + w Q_delta
         mag = Signal(W + 6)
         m.d.comb += [off.eq(last_qlen - q_eq),
-                     delta.eq(last_qlen - (q_old_at if check_feedback else q_old)),
+                     delta.eq(last_qlen - q_old_at),
                      s.eq(off + w * delta),
                      mag.eq(Mux(s > fb_max, fb_max, s))]
         q = p.qntz_fb
@@ -168,11 +163,21 @@ def _harness(check_feedback: bool, check_sampling: bool):
                     Assert((q_off * 64 <= off) & (off < q_off * 64 + 64)),
                     Assert((q_delta * 64 <= delta) & (delta < q_delta * 64 + 64)),
                 ]
-        # the sampling byte counter, exactly: the reload after the n-th sample is
+        # the sampling byte counter, exactly, counted at the frames the block TAKES (where it
+        # samples: ``length >= remaining``): the reload after the n-th sample is
         # lo_i + ((span_i r_n) >> D), r_n the n-th draw of the configured LFSR (its Python
-        # model, hw/lfsr.py, tested against the RTL's next-state function in test_lfsr.py)
-        rem = Signal(W, init=reg.first_interval)
-        nsamp = Signal(range(CP_SAMPLES + 1))
+        # model, hw/lfsr.py, tested against the RTL's next-state function in test_lfsr.py),
+        # i = qntzFb >> 3 of that sample, read from its decision when it reaches the output.
+        # Counting at the frames taken (not at the decisions) needs no bookkeeping of the frames
+        # in flight: between a sample taken and its decision reaching the output the block
+        # takes no frame (asserted), so the counter is known at every frame taken.
+        rem = Signal(W, init=reg.first_interval)   # bytes to the next sample
+        pending = Signal()                         # a sample taken, its decision not yet out
+        nsamp = Signal(range(CP_SAMPLES + 1))      # reloads applied
+        q_old = Signal(W)                          # qlen of the last sampled frame taken
+        acc = Signal(W + 1)                        # bytes of unsampled frames since a sample
+        first = Signal(init=1)                     # no sample taken since reset
+        idx = Signal(3)                            # qntzFb >> 3 of the last sample
         reload_tab, state = [], cfg.lfsr.seed
         for _ in range(CP_SAMPLES):
             state, r = cfg.lfsr.draw(state, D)
@@ -180,36 +185,45 @@ def _harness(check_feedback: bool, check_sampling: bool):
             assert all(reg.sample_lo[i] <= row[i] <= reg.sample_lo[i] + reg.sample_span[i]
                        for i in range(8))
             reload_tab.append(row)
-        # rem / nsamp after this cycle's decision (a frame may be taken in the same cycle)
-        rem_next = Signal(W)
-        nsamp_next = Signal.like(nsamp)
-        m.d.comb += [rem_next.eq(rem), nsamp_next.eq(nsamp)]
-        with m.If(taken):
-            with m.If(p.sampled):
-                m.d.comb += nsamp_next.eq(nsamp + (nsamp < CP_SAMPLES))
-                with m.Switch(Cat(p.qntz_fb[3:], nsamp)):
-                    for n_, row in enumerate(reload_tab):
-                        for i in range(8):
-                            with m.Case(i | (n_ << 3)):
-                                m.d.comb += rem_next.eq(row[i])
+        # the pending sample's decision on the output (it is then the only frame in flight)
+        reload_now = pending & d.valid & (n_in == 1)
+        reload = Signal(W)
+        with m.Switch(Cat(p.qntz_fb[3:], nsamp)):
+            for n_, row in enumerate(reload_tab):
+                for i in range(8):
+                    with m.Case(i | (n_ << 3)):
+                        m.d.comb += reload.eq(row[i])
+        rem_eff = Signal(W)
+        nsamp_eff = Signal.like(nsamp)
+        m.d.comb += [rem_eff.eq(Mux(reload_now, reload, rem)),
+                     nsamp_eff.eq(nsamp + (reload_now & (nsamp < CP_SAMPLES))),
+                     known_h.eq(nsamp_eff < CP_SAMPLES),
+                     samp_h.eq(f.payload.length >= rem_eff)]
+        if check_sampling:
+            # no frame taken while a sample is undecided (before its decision is out)
+            m.d.comb += Assert(~(accept & pending & ~reload_now))
+            with m.If(reload_now):
+                m.d.comb += Assert(p.sampled)
+        with m.If(reload_now):
+            m.d.sync += [pending.eq(0), rem.eq(reload), nsamp.eq(nsamp_eff),
+                         idx.eq(p.qntz_fb[3:])]
+        with m.If(accept):
+            with m.If(samp_h):
+                m.d.sync += [pending.eq(1), first.eq(0), acc.eq(0), q_old.eq(f.payload.qlen)]
             with m.Else():
-                m.d.comb += rem_next.eq(rem - last_len)
-        m.d.sync += [rem.eq(rem_next), nsamp.eq(nsamp_next)]
-        with m.If(d.valid & check_sampling & (nsamp < CP_SAMPLES)):
-            m.d.comb += Assert(p.sampled == (last_len >= rem))
+                m.d.sync += [rem.eq(rem_eff - f.payload.length),
+                             acc.eq(acc + f.payload.length)]
+        # black box: every decision's "sampled" is the reference's verdict on its frame
+        with m.If(d.valid & check_sampling & last_known):
+            m.d.comb += Assert(p.sampled == last_samp)
         # ... and, white-box, the block's byte counter when it takes a frame (what it samples
-        # on: ``length >= remaining``) equals the harness's count, and a frame it samples is
-        # compared with the previous sampled frame's qlen (its Q_old register; 0 after reset):
-        # so the bound need only reach the next sample's acceptance, not its decision
-        # (sample_latency later), and the reload is checked even when no frame meets it exactly
-        sample_now = accept & (f.payload.length >= rem_next)
-        # (when no earlier frame is still undecided after this cycle: the harness counts at
-        # the decisions, the block at the frames it takes)
-        none_before = n_in == taken
-        with m.If(accept & none_before & check_sampling & (nsamp_next < CP_SAMPLES)):
-            m.d.comb += Assert(dut_rem_m1 == rem_next - 1)
-        with m.If(sample_now & none_before & check_sampling):
-            m.d.comb += Assert(dut_q_old == q_old_next)
+        # on) equals the reference's count, and a frame it samples is compared with the
+        # previous sampled frame's qlen (its Q_old register; 0 after reset): so the bound need
+        # only reach the next sample's acceptance, not its decision (sample_latency later)
+        with m.If(accept & check_sampling & known_h):
+            m.d.comb += Assert(dut_rem_m1 == rem_eff - 1)
+        with m.If(accept & samp_h & check_sampling):
+            m.d.comb += Assert(dut_q_old == q_old)
         if check_feedback:
             m.d.comb += [
                 Cover(d.valid & p.cnm & (q == 63)),                 # |Fb| saturated
@@ -220,13 +234,15 @@ def _harness(check_feedback: bool, check_sampling: bool):
             ]
         if check_sampling:
             m.d.comb += [
-                Cover(d.valid & p.sampled & first & (last_len == rem)),
-                Cover(d.valid & ~p.sampled & first & (last_len + 1 == rem)),
+                Cover(accept & samp_h & first & (f.payload.length == rem_eff)),
+                Cover(accept & ~samp_h & first & (f.payload.length + 1 == rem_eff)),
+                # a frame taken in the cycle its sample's decision comes out (the reload then)
+                Cover(accept & reload_now),
                 # a second sample at a later interval's exact count, after unsampled frames
-                Cover(accept & ~taken & ~first & (idx != 0) & (acc != 0)
-                      & (f.payload.length == rem)),
+                Cover(accept & samp_h & ~first & (idx != 0) & (acc != 0)
+                      & (f.payload.length == rem_eff)),
                 Cover(d.valid & ~p.sampled & ~first & (acc != 0)),  # two unsampled in a row
-                Cover(sample_now & ~first & (q_old != 0)),          # a second sample's Q_old
+                Cover(accept & samp_h & ~first & (q_old != 0)),     # a second sample's Q_old
             ]
         return m
     return build
@@ -243,7 +259,5 @@ PROPERTIES = [
              ">> 3, r_n: the n-th LFSR draw; within the jittered interval); at every frame "
              "taken the counter and Q_old (= the last sampled qlen) are the reference's",
              _harness(False, True), mode="bmc",
-             depth=CP_SAMPLING_DEPTH, cover_depth=CP_SAMPLING_DEPTH, timeout=900,
-             disabled="its harness with the frames in flight behind the CP's skid register "
-                      "did not reach bound 21 in 15 minutes (step 10 at 5 min): to be reworked"),
+             depth=CP_SAMPLING_DEPTH, cover_depth=CP_SAMPLING_DEPTH, timeout=600, cost_s=90),
 ]
