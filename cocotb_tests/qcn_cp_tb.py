@@ -101,6 +101,10 @@ class CpTB(TBBase):
         self.scoreboard.assert_empty()
 
 
+#: frames per qntzFb band in the steering phase of ``random_frames``
+STEER_FRAMES = 200
+
+
 @cocotb.test()
 async def random_frames(dut):
     cfg = env_config(QcnCpConfig)
@@ -112,6 +116,14 @@ async def random_frames(dut):
     n = env_count("CC_FRAMES", 40000)
     occ_max = (1 << cfg.occ_width) - 1
     await tb.start()
+    all_bands = os.environ.get("CC_ALL_BANDS", "1") == "1"
+
+    async def send(frame):
+        tb.driver.send(frame)
+        if len(tb.driver.queue) > 64:
+            await tb.wait_until(lambda: len(tb.driver.queue) < 16, 10_000, "driver queue")
+            await RisingEdge(dut.clk)
+
     q, drift = cfg.q_eq, 0
     for i in range(n):
         if i % 2000 == 0:     # phases: draining, steady, filling slowly, filling fast
@@ -122,18 +134,27 @@ async def random_frames(dut):
         y = rng.random()
         length = (rng.choice((64, 128, 256, 1500)) if y < 0.9 else rng.randint(0, 9000)
                   if y < 0.99 else rng.choice((0, (1 << cfg.len_width) - 1)))
-        tb.driver.send(CpFrame(qlen, length))
-        if len(tb.driver.queue) > 64:
-            await tb.wait_until(lambda: len(tb.driver.queue) < 16, 10_000, "driver queue")
-            await RisingEdge(dut.clk)
+        await send(CpFrame(qlen, length))
+    # Steering, so that every qntzFb band is visited whatever the seed (the random walk above
+    # reaches the middle bands only for some seeds): the queue held at one level per band,
+    # q = Q_eq + (8 k + 4) Fb_max / 63, so that once Q_delta is 0 (the level's second sample
+    # on) |Fb| = q - Q_eq gives qntzFb = 8 k + 4, band k; 200 frames of 1500 bytes per level
+    # are tens of samples at the scaled table.
+    steer = 0
+    if all_bands:
+        for k in range(8):
+            level = cfg.q_eq + (8 * k + 4) * cfg.fb_max // 63
+            for _ in range(STEER_FRAMES):
+                await send(CpFrame(level, 1500))
+                steer += 1
     await tb.drain()
     m = tb.model
-    tb.log.info("%d frames, %d samples, %d CNMs, qntzFb bands %s", n, m.samples, m.cnms,
-                sorted(tb.bands))
-    assert tb.scoreboard.matched == n
+    tb.log.info("%d random + %d steered frames, %d samples, %d CNMs, qntzFb bands %s", n,
+                steer, m.samples, m.cnms, sorted(tb.bands))
+    assert tb.scoreboard.matched == n + steer
     assert m.samples >= env_count("CC_MIN_SAMPLES", 1000)
     assert m.cnms > m.samples // 10 and m.samples > m.cnms
-    if os.environ.get("CC_ALL_BANDS", "1") == "1":
+    if all_bands:
         assert tb.bands == set(range(8)), f"qntzFb bands visited: {sorted(tb.bands)}"
 
 
