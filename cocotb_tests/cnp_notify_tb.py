@@ -352,6 +352,18 @@ async def directed(dut):
     assert tb.first_out[-2] - tb.first_out[-3] == tb.cfg.cnp.cycles_per_cnp
     await tb.expect_nothing(2 * n)
     assert tb.counters()["cnps"] == 5
+
+    # an over-long frame (a CE packet padded to 65,600 bytes, beyond the 16-bit length
+    # counter): the counter saturates at 0xFFFF, so the IP total length still fits in the
+    # frame and the packet gets its CNP (a counter that wrapped at 65,536 would end at 64
+    # bytes: a truncated packet, counted malformed)
+    f6 = 6 % F
+    before = tb.counters()
+    big = tb.data_packet(f6, True, payload=256).ljust(65_600, b"\0")
+    await tb.send(big)
+    assert await tb.recv(timeout=20_000) == tb.expected_cnp(f6, big)
+    c = tb.counters()
+    assert c["cnps"] == 6 and c["malformed"] == before["malformed"], (c, before)
     await tb.finish()
 
 

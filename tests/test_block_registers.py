@@ -98,16 +98,24 @@ def _l3qcn_tor(cfg):
     return _model_of(L3qcnTor, TorModel)(cfg)
 
 
+def _cnp_notify(cfg):
+    # the notification path forwards words 0-5 to its CNP generator and the NP's from word 6:
+    # the register map's own model (plain storage) is the reference for the forwarding
+    from hw.nic.cnp_notify import CnpNotify
+    regs = cfg.register_map().model()
+    return CnpNotify(cfg), regs.write, regs.read
+
+
 BLOCKS = {"marker_8x8": _marker, "ldcp_window_g8": _window, "ldcp_tx": _sender,
           "cnp_gen_ipv6": _cnp, "dcqcn_np": _np, "rate_limiter_4": _rate_limiter,
           "qcn_rp": _qcn_rp, "qcn_cp": _qcn_cp, "cnm_gen": _cnm,
           "dcqcn_rp_connectx": _dcqcn_rp, "l3qcn_cp_roce": _l3qcn_cp,
-          "l3qcn_cp_qcn": _l3qcn_cp, "l3qcn_tor": _l3qcn_tor}
+          "l3qcn_cp_qcn": _l3qcn_cp, "l3qcn_tor": _l3qcn_tor, "cnp_notify": _cnp_notify}
 BLOCK_TYPES = {"marker_8x8": "MRKR", "ldcp_window_g8": "LDWN", "ldcp_tx": "LDTX",
                "cnp_gen_ipv6": "CNPG", "dcqcn_np": "DCNP", "rate_limiter_4": "RLIM",
                "qcn_rp": "QCRP", "qcn_cp": "QCCP", "cnm_gen": "CNMG",
                "dcqcn_rp_connectx": "DCRP", "l3qcn_cp_roce": "L3CP", "l3qcn_cp_qcn": "L3CP",
-               "l3qcn_tor": "L3TR"}
+               "l3qcn_tor": "L3TR", "cnp_notify": "CNPN"}
 
 
 @pytest.mark.parametrize("top", list(BLOCKS))

@@ -63,3 +63,33 @@ def test_register_addresses():
     assert m.addr("MIN_TIME_BETWEEN_CNPS") == 6 or not CnpNotifyConfig().np_registers()
     big = CnpNotifyConfig(np=DcqcnNpConfig(flows=64)).register_map()
     assert big.addr("QP", 63) == 1024 + 63 * 16
+
+
+def test_counters_saturate():
+    """An 8-bit build's counters stop at 255: 300 runts (one 8-byte beat each, below the
+    60-byte minimum) leave CNT_MALFORMED at 255, not 300 mod 256 = 44; the other counters
+    stay 0."""
+    from hw.nic.cnp_notify import CnpNotify
+    from tests.streams import run_testbenches
+    cfg = CnpNotifyConfig(counter_width=8)
+    regmap = cfg.register_map()
+    dut = CnpNotify(cfg)
+    got = {}
+
+    async def bench(ctx):
+        ctx.set(dut.s_axis_tkeep, 0xFF)
+        ctx.set(dut.s_axis_tlast, 1)
+        for _ in range(300):
+            ctx.set(dut.s_axis_tdata, 0x0101010101010101)
+            ctx.set(dut.s_axis_tvalid, 1)
+            await ctx.tick()
+        ctx.set(dut.s_axis_tvalid, 0)
+        for _ in range(10):
+            await ctx.tick()
+        for name in ("CNT_MALFORMED", "CNT_CNP", "CNT_CE", "CNT_OTHER"):
+            ctx.set(dut.csr_raddr, regmap.addr(name))
+            await ctx.tick()
+            got[name] = ctx.get(dut.csr_rdata)
+
+    run_testbenches(dut, bench)
+    assert got == {"CNT_MALFORMED": 255, "CNT_CNP": 0, "CNT_CE": 0, "CNT_OTHER": 0}, got

@@ -60,6 +60,17 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
                      ["tests/test_dcqcn_engine.py", "tests/test_flow_engine_algos.py"]),
     "qcn_engine": (["hw/nic/qcn_engine.py"],
                    ["tests/test_qcn_engine.py", "tests/test_flow_engine_algos.py"]),
+    # the register forwarding and the counters in the Amaranth simulator, the frame path on
+    # Verilator (a build per mutant: about 20 s)
+    "cnp_notify": (["hw/nic/cnp_notify.py"],
+                   ["tests/test_cnp_notify.py",
+                    "tests/test_block_registers.py::test_read_back[cnp_notify]",
+                    "cocotb_tests/test_axis.py::test_cnp_notify"]),
+    "timely_engine": (["hw/nic/timely_engine.py"], ["tests/test_timely_engine.py"]),
+    "swift_engine": (["hw/nic/swift_engine.py"], ["tests/test_swift_engine.py"]),
+    "ldcp_engine": (["hw/nic/ldcp_engine.py"], ["tests/test_ldcp_engine.py"]),
+    "ldcp_tx_engine": (["hw/nic/ldcp_tx_engine.py"], ["tests/test_ldcp_tx_engine.py"]),
+    "ldcp_rx_engine": (["hw/nic/ldcp_rx_engine.py"], ["tests/test_ldcp_rx_engine.py"]),
     "pipemul": (["hw/lib/pipemul.py"], ["tests/test_pipemul.py"]),
     "csr": (["hw/lib/csr.py"], ["tests/test_csr.py", "tests/test_block_registers.py"]),
     # no Amaranth-simulation test: the cocotb test (a Verilator build per mutant, minutes)
@@ -76,6 +87,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "1 -> 2"):
         "a signed register one bit wider than needed holds the same values (+/- length); "
         "every use sign-extends it",
+    ("hw/nic/cnp_notify.py",
+     "sel_w = (waddr < end) if base == 0 else (waddr >= base) & (waddr < end)", "< -> <="):
+        "the word at `end` is then also written into the sub-block (the CNP generator or the "
+        "NP) at its address `end - base` = its last register + 1, which maps to nothing there "
+        "(below its identification header, which is read-only anyway), so it changes no "
+        "register; the word's own target still gets it (the read-back test writes every "
+        "register of the map and reads every word back)",
     ("hw/nic/ldcp_transport.py",
      "m.d.comb += load_value.eq(Mux(eng.cw < ONE, eng.cw, ONE))", "< -> <="):
         "at cw == ONE both arms are ONE: min(cw, 1) either way",
@@ -341,7 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     total_survivors = 0
     for blk, muts in plan.items():
         files, tests = BLOCKS[blk]
-        tests = [t for t in tests if (tree / t).exists()]
+        tests = [t for t in tests if (tree / t.split("::")[0]).exists()]
+        if not tests:       # pytest with no argument would run the whole suite
+            print(f"{blk}: none of its tests exists; skipped", flush=True)
+            lines.append(f"| {blk} | - | - | - | - | no tests | 0 |")
+            continue
         status, base_s = _run_tests(tree, tests, 900)
         if status != "passed":
             print(f"{blk}: the unmutated tests do not pass ({status}); skipped", flush=True)
