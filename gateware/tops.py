@@ -144,8 +144,8 @@ def _flow_engine_toy(cfg):
 
 def _pacer_config():
     from hw.nic.pacer_config import PacerConfig
-    # the two-cycle packet update (docs/pacer.md, "The update alone")
-    return PacerConfig(engine=FlowEngineConfig(n_flows=1024), split_update=True)
+    # the three-cycle packet update (docs/pacer.md, "The update alone")
+    return PacerConfig(engine=FlowEngineConfig(n_flows=1024), update_cycles=3)
 
 
 def _pacer(cfg):
@@ -403,7 +403,7 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     Top("pacer_1k", _pacer_config(), _pacer,
         "multi-flow pacer, 1024 flows in block RAM, one grant per clock", default=False),
     Top("pacer_datapath", _pacer_config(), _pacer_datapath,
-        "pacer datapath alone, packet-only build (two-cycle update: sums, then selects), "
+        "pacer datapath alone, packet-only build (three-cycle update: sums, flags, selects), "
         "registered inputs and outputs", default=False),
     Top("pacer_datapath_bytes", _pacer_bytes_config(), _pacer_datapath,
         "pacer datapath alone, byte-mode build (latency 2: the multiplier's own cycle), "

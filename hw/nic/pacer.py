@@ -73,14 +73,16 @@ class PacerDatapath(FlowDatapath):
     ``tx`` events carry ``{count, size}`` (``tx_bytes_width = count_width + size_width``:
     packets enqueued, and the bytes of the packet sent for the last grant, 0 = no report;
     ``{count}`` alone in a packet-only build); ``cn`` events carry ``{ival}`` (a new interval).
-    Latency: packet-only build 1 (the engine's one-cycle modify stage: one event per clock,
-    same-flow events back to back); 2 with ``split_update`` (the sums and compares in the
-    first cycle, registered, the selects in the second) and in a byte-mode build (the
-    ``size_width x (W + F)`` multiplier has the first modify cycle to itself, the whole update
-    the second).  At latency 2: one event per clock across flows, the engine keeps two events
-    of ONE flow at least 2 cycles apart (its write-back forwarding then delivers the first's
-    result to the second; no half-done update is ever forwarded) and a grant's next deadline
-    can pop 8 cycles after it at the earliest (``PacerConfig.min_interval``).
+    Latency: ``PacerConfig.latency``: a packet-only build's ``update_cycles``, 1 by default
+    (the engine's one-cycle modify stage: one event per clock, same-flow events back to back),
+    2 (the sums and compares in the first cycle, registered, the flags and selects in the
+    second) or 3 (the sums and compares, the flags, the selects: a cycle each); 2 in a
+    byte-mode build (the ``size_width x (W + F)`` multiplier has the first modify cycle to
+    itself, the whole update the second).  At latency L > 1: one event per clock across
+    flows, the engine keeps two events of ONE flow at least L cycles apart (its write-back
+    forwarding then delivers the first's result to the second; no half-done update is ever
+    forwarded) and a grant's next deadline can pop ``reeval(L)`` = L + 6 cycles after it at
+    the earliest (``PacerConfig.min_interval``: 8 at L = 2, 9 at L = 3).
     """
 
     name = "pacer"
@@ -88,8 +90,8 @@ class PacerDatapath(FlowDatapath):
 
     def __init__(self, config: PacerConfig | None = None):
         self.config = cfg = PacerConfig() if config is None else config
-        # byte mode: a modify cycle of its own for the multiplier (see build); split_update:
-        # the sums and compares, then the selects (see _update)
+        # byte mode: a modify cycle of its own for the multiplier (see build); update_cycles
+        # 2 / 3: the sums and compares, (then the flags,) then the selects (see _update)
         self.latency = cfg.latency
         self.time_width = cfg.engine.time_width
         self.frac_bits = cfg.frac_bits
@@ -194,10 +196,13 @@ class PacerDatapath(FlowDatapath):
         (a mux tree on one-bit flags).  Exactly the results of the serial form (the rules as
         stated in the module docstring): a select stands for each serial step's value.
 
-        With ``PacerConfig.split_update`` (packet-only builds) phase 1's values are
+        With ``PacerConfig.update_cycles`` 2 (packet-only builds) phase 1's values are
         registered between the phases (``pc_r_*``): the update takes two cycles (latency 2).
         Nothing of phase 2 reads an input or a register directly, so the stage boundary is
-        exactly the dictionary ``a`` below."""
+        exactly the dictionary ``a`` below.  With 3, phase 1 ends at the carry chains (its
+        values registered, ``pc_q_*``), the flags and the selects that wait for few of them
+        are phase 2 and the last selects phase 3 (:meth:`_packet_phases23`): no phase has
+        more than one carry chain or more than about three LUT levels."""
         W, F = self.time_width, self.frac_bits
         cfg = self.config
         NW = cfg.next_width
@@ -287,7 +292,20 @@ class PacerDatapath(FlowDatapath):
         # (the + 1 is the carry row's free bit 0: one compressor level; tb + 2 + ~new is a
         # pre value: three rows, one level; tb - T - new and tb - N - new two rows)
         tb2n = pre["tb2n"]
-        nd0, nd1 = compress([N, new, ~ival], NW)
+        if cfg.update_cycles == 3:
+            # (the same 3:2 rows, on kept wires: this chain is the three-cycle update's
+            # critical path, and the mapper makes the sum row from the next ^ new it shares
+            # with the NC / TC chains, two LUT levels; kept, it still takes two, but the
+            # update measured better over three nextpnr seeds and 54 LUT4 smaller,
+            # docs/pacer.md "The three-cycle update".  The carry row is made NW - 1 bits
+            # wide, so that the kept wire is the whole of a cell's output: a slice of one
+            # would be read around the wire and leave it unread in the Verilog)
+            r0, r1, r2 = fit(N, NW), fit(new, NW), fit(~ival, NW)
+            nd0 = _kept(m, "pc_nd0", r0 ^ r1 ^ r2)
+            h0, h1, h2 = r0[:NW - 1], r1[:NW - 1], r2[:NW - 1]
+            nd1 = Cat(Const(0, 1), _kept(m, "pc_nd1", (h0 & h1) | (h0 & h2) | (h1 & h2)))
+        else:
+            nd0, nd1 = compress([N, new, ~ival], NW)
         t_nd = add3("pc_t_nd", tb2n, ~N, ival)
         a.update(ND=wire("pc_nd", nd0 + (nd1 | 1)), f_nd=t_nd[NW - 1],
                  late_nd=t_nd[F:], f_tc=wire("pc_t_tc", tb2n + ~T)[NW - 1],
@@ -313,60 +331,59 @@ class PacerDatapath(FlowDatapath):
                      f_nb=t_nb[NW - 1], late_nb=t_nb[F:],
                      low_nb=add3("pc_low_nb_s", N, prod, pre["ntmb"])[NW - 1])
         # the one-bit flags of steps 1 and 2 that phase 1's compares decide on their own (a
-        # LUT level or two after the carry chains; in the split update the stage boundary
-        # comes after them, so the second cycle only combines a few flags and selects)
-        s_bytes = a["bytes"] if B else Const(0, 1)
-        s_wait = a["wait"] if B else Const(0, 1)
+        # LUT level or two after the carry chains).  In the two-cycle update they are still
+        # phase 1's (the stage boundary comes after them, so the second cycle only combines a
+        # few flags and selects); in the three-cycle update phase 1 ends at the chains (``R``
+        # registers each value read here) and the flags begin phase 2
+        three = cfg.update_cycles == 3
+        R = _stage(m, a, "pc_q_") if three else a.__getitem__
+        fl = {}
+        s_bytes = R("bytes") if B else Const(0, 1)
+        s_wait = R("wait") if B else Const(0, 1)
         # 1. the due timer, as of its deadline (a byte-mode flow waiting for the size of its
         # last packet has no deadline yet)
-        due_t = a["due_t"]
-        due = a["armed"] & ~s_wait & due_t
-        has = a["has"]
+        due_t = R("due_t")
+        armed = R("armed")
+        due = armed & ~s_wait & due_t
+        has = R("has")
         g1 = named_wire(m, "pc_g1", due & has)
-        low1 = a["low1"]
+        low1 = R("low1")
         # next1 after t: each alternative's compare, selected (T's integer part is t - burst)
-        fut_g = Mux(low1, a["f_ti"], a["f_ni"])
+        fut_g = Mux(low1, R("f_ti"), R("f_ni"))
         if B:
-            fut_g = Mux(s_bytes, Mux(low1, a["tmb_future"], ~due_t), fut_g)
+            fut_g = Mux(s_bytes, Mux(low1, R("tmb_future"), ~due_t), fut_g)
         # 2. the event: the CN candidate's compare (a byte-mode candidate's below)
-        future_p = Mux(g1, Mux(low1, a["f_tc"], a["f_nc"]), a["f_nd"])
-        a.update(g1=g1, bl1_nz=Mux(g1, a["bl_ne1"], has),
-                 armed1=a["armed"] & ~(due & ~has),
-                 wait1=s_wait | (g1 & s_bytes),
-                 future1=Mux(g1, fut_g, ~due_t),
-                 bl2_nz=Mux(g1, a["nz1"], a["nz0"]))
+        future_p = Mux(g1, Mux(low1, R("f_tc"), R("f_nc")), R("f_nd"))
+        fl.update(g1=g1, bl1_nz=Mux(g1, R("bl_ne1"), has),
+                  armed1=armed & ~(due & ~has),
+                  wait1=s_wait | (g1 & s_bytes),
+                  future1=Mux(g1, fut_g, ~due_t),
+                  bl2_nz=Mux(g1, R("nz1"), R("nz0")))
         if B:
             # a size report for the last grant of a byte-mode flow (step 1 did not grant: the
             # flow was waiting)
-            a.update(report=a["is_tx"] & a["bytes"] & a["wait"] & (a["size"] != 0),
-                     cand_future=Mux(s_bytes, a["f_nb"], future_p))
+            fl.update(report=R("is_tx") & s_bytes & s_wait & (R("size") != 0),
+                      cand_future=Mux(s_bytes, R("f_nb"), future_p))
         else:
-            a.update(report=Const(0, 1), cand_future=future_p)
+            fl.update(report=Const(0, 1), cand_future=future_p)
         # (a flow waiting for a size report keeps its pending charge: not re-armed; a flow
         # with a backlog but not armed, which only a register write makes, is armed like an
         # idle one)
-        a.update(arm=a["is_tx"] & (~a["bl1_nz"] | ~a["armed1"]) & a["n_nz"] & ~a["wait1"],
-                 resched=a["is_cn"] & a["armed1"] & ~a["wait1"])
+        fl.update(arm=R("is_tx") & (~fl["bl1_nz"] | ~fl["armed1"]) & R("n_nz") & ~fl["wait1"],
+                  resched=R("is_cn") & fl["armed1"] & ~fl["wait1"])
         if not B:
             # packet-only: step 4's early grant (a pull makes no grant in step 1, so its
             # future1 is ~due_t: no long compare) and step 3's grant condition but sel_tb
             # (see _packet_selects)
-            a.update(early=a["pull"] & ~g1 & a["armed1"] & a["bl1_nz"] & ~due_t,
-                     g2_if_tb=~g1 & a["bl2_nz"])
+            fl.update(early=R("pull") & ~g1 & fl["armed1"] & fl["bl1_nz"] & ~due_t,
+                      g2_if_tb=~g1 & fl["bl2_nz"])
+        if three:
+            return self._packet_phases23(m, R, fl)
+        a.update(fl)
 
-        if cfg.split_update:
-            # the stage boundary of the two-cycle update: each value phase 2 reads is
-            # registered on its first read (``A``), so no register is left unread
-            regd = {}
-
-            def A(name):
-                if name not in regd:
-                    v = a[name]
-                    regd[name] = r = Signal(Value.cast(v).shape(), name=f"pc_r_{name}")
-                    m.d.sync += r.eq(v)
-                return regd[name]
-        else:
-            A = a.__getitem__
+        # the stage boundary of the two-cycle update: each value phase 2 reads is registered on
+        # its first read (``A``), so no register is left unread
+        A = _stage(m, a, "pc_r_") if cfg.update_cycles == 2 else a.__getitem__
 
         # ---- phase 2: the selects, on phase 1's values only (through A) ----------------------
         if not B:
@@ -502,6 +519,91 @@ class PacerDatapath(FlowDatapath):
         ]
         return DatapathOut(next_state=nxt, wake_valid=nxt.armed, wake=nxt.next[F:],
                            expired=grant, late=Mux(g1, A("late_n"), 0))
+
+
+    def _packet_phases23(self, m, R, fl) -> DatapathOut:
+        """Phases 2 and 3 of the three-cycle packet-only update (``update_cycles`` 3).  Phase
+        1 ended at the carry chains: ``R`` reads its values through their registers
+        (``pc_q_*``); ``fl`` are the flags of steps 1 and 2 made from them (a LUT level or
+        two, the same as in the other builds).  Phase 2 makes, beside the flags, every
+        select that waits for ``g1`` and ``early`` only (two LUT levels), and registers its
+        values (``pc_p_*``); phase 3 makes ``sel_tb`` / ``sel_cand`` from registered flags
+        and selects among three registered deadlines (a LUT level each), the grant count and
+        the backlog among two.  The results are those of :meth:`_packet_selects` (its
+        docstring has the rules), regrouped:
+
+        - ``keep`` (no select): ``next1``, or ``tb + ival`` for an early grant, which implies
+          no grant in step 1 and a ``tx`` event, whose ``tb_i`` is ``tb + ival``;
+        - ``g1``, ``early`` and step 3's ``g2`` exclude each other (``g2`` needs ``~g1``; an
+          early grant is a pull: a ``tx`` without packets, which neither arms nor is a CN, so
+          ``sel_tb`` is 0), so the grant count and the backlog are selected by ``g1 |
+          early`` (phase 2) and then by ``g2`` (phase 3)."""
+        F = self.frac_bits
+        g1, g2_if_tb = fl["g1"], fl["g2_if_tb"]
+        # the early grant in one LUT of phase 1's registers, not behind g1, armed1 and bl1_nz:
+        # without a grant in step 1 (~due_t implies it) armed1 is armed and bl1_nz is has, so
+        # pull & ~g1 & armed1 & bl1_nz & ~due_t = pull & armed & has & ~due_t
+        early = named_wire(m, "pc_early", R("pull") & R("armed") & R("has") & ~R("due_t"))
+        low1, tb_i = R("low1"), R("tb_i")
+        # ---- phase 2: the flags (``fl``) and the selects that wait for g1 / early only ------
+        b = {
+            "keep": Mux(g1, Mux(low1, R("TI"), R("NI")), Mux(early, tb_i, R("next"))),
+            "cand": Mux(g1, Mux(low1, R("TC"), R("NC")), R("ND")),
+            # the deadline under sel_tb: charged (a grant in step 3) or tb
+            "tbx": Mux(g2_if_tb, tb_i, R("tb")),
+            "g1e": g1 | early,
+            "grants": Mux(g1 | early, R("ginc"), R("grants")),
+            "ginc": R("ginc"),
+            "bl": Mux(g1, R("bl2_1"), Mux(early, R("bl2_0d"), R("bl2_0"))),
+            "bl2_0d": R("bl2_0d"),
+            "armed2": fl["armed1"] | fl["arm"],
+            "ival2": R("ival2"),
+            # (read only with expired: a grant in step 1 is t - next[F:] late, others 0)
+            "late": Mux(g1, R("late_n"), 0),
+        }
+        for name in ("arm", "armed1", "future1", "resched", "cand_future", "g2_if_tb"):
+            b[name] = fl[name]
+        # ---- phase 3: the selects on registered flags ---------------------------------------
+        Q = _stage(m, b, "pc_p_")
+        resched, cand_future = Q("resched"), Q("cand_future")
+        sel_cand = named_wire(m, "pc_sel_cand", resched & cand_future)
+        sel_tb = named_wire(m, "pc_sel_tb",
+                            (Q("arm") & ~(Q("armed1") & Q("future1"))) | (resched & ~cand_future))
+        g2 = named_wire(m, "pc_g2", sel_tb & Q("g2_if_tb"))
+        grant = named_wire(m, "pc_grant", Q("g1e") | g2)
+        nxt = Signal(self.state_layout, name="pc_state")
+        m.d.comb += [
+            nxt.grants.eq(Mux(g2, Q("ginc"), Q("grants"))),
+            nxt.backlog.eq(Mux(g2, Q("bl2_0d"), Q("bl"))),
+            nxt.armed.eq(Q("armed2")),
+            nxt.next.eq(Mux(sel_tb, Q("tbx"), Mux(sel_cand, Q("cand"), Q("keep")))),
+            nxt.ival.eq(Q("ival2")),
+        ]
+        return DatapathOut(next_state=nxt, wake_valid=nxt.armed, wake=nxt.next[F:],
+                           expired=grant, late=Q("late"))
+
+
+def _stage(m, values: dict, prefix: str):
+    """A stage boundary of a multi-cycle update: the accessor of ``values`` that registers each
+    value on its first read (``{prefix}{name}``), so that no register is left unread and
+    nothing after the boundary reads a value before it except through its register."""
+    regd = {}
+
+    def get(name):
+        if name not in regd:
+            v = values[name]
+            regd[name] = r = Signal(Value.cast(v).shape(), name=f"{prefix}{name}")
+            m.d.sync += r.eq(v)
+        return regd[name]
+    return get
+
+
+def _kept(m, name: str, expr) -> Signal:
+    """``expr`` on a named wire that synthesis keeps (Yosys ``keep``): the logic before it and
+    after it are mapped apart."""
+    sig = Signal(Value.cast(expr).shape(), name=name, attrs={"keep": 1})
+    m.d.comb += sig.eq(expr)
+    return sig
 
 
 def _trunc(expr, width: int) -> Value:

@@ -28,8 +28,8 @@ __all__ = ["PacerConfig", "MIN_INTERVAL"]
 #: inserted into the wheel at the grant's write-back and can pop REEVAL = 7 cycles after the
 #: grant at the earliest (a one-cycle datapath: pipeline 3 + wheel insert latency 4).  Shorter
 #: intervals are served at one grant per 7 cycles (156.25 MHz / 7 = 22.3 M grants/s per flow).
-#: A build whose datapath latency is 2 (``byte_mode`` or ``split_update``) re-issues after
-#: ``reeval(2)`` = 8 cycles: ``PacerConfig.min_interval``.
+#: A build whose datapath latency L is 2 or 3 (``byte_mode``, ``update_cycles``) re-issues
+#: after ``reeval(L)`` = L + 6 cycles: ``PacerConfig.min_interval``.
 MIN_INTERVAL = reeval(1)
 
 
@@ -51,10 +51,11 @@ class PacerConfig(BlockConfig):
       multiplier in the one-cycle update).  Off (the default) the pacer is packets only and
       keeps its Fmax without the multiplier (docs/pacer.md, "Byte mode is a build option").
       A byte-mode build's update takes 2 cycles (the multiplier's own first);
-    split_update: a packet-only build's update over two cycles (the sums and compares, then
-      the selects: datapath latency 2, the engine keeps two events of one flow 2 cycles apart
-      and re-issues a flow's next deadline after 8 cycles, not 7); off (the default) the
-      one-cycle update.  Not with ``byte_mode`` (docs/pacer.md, "The update alone").
+    update_cycles: a packet-only build's update, 1 (the default: one modify cycle), 2 (the
+      sums and compares, then the selects) or 3 (the sums and compares, then the flags, then
+      the selects): the datapath latency L; the engine keeps two events of one flow L cycles
+      apart and re-issues a flow's next deadline after ``reeval(L)`` = L + 6 cycles
+      (``min_interval``).  1 with ``byte_mode`` (docs/pacer.md, "The update alone").
     """
 
     engine: FlowEngineConfig = FlowEngineConfig()
@@ -65,7 +66,7 @@ class PacerConfig(BlockConfig):
     grant_width: int = 16
     size_width: int = 14
     byte_mode: bool = False
-    split_update: bool = False
+    update_cycles: int = 1
 
     def __post_init__(self):
         if not isinstance(self.engine, FlowEngineConfig):
@@ -80,11 +81,11 @@ class PacerConfig(BlockConfig):
         check_int(self, "grant_width", self.grant_width, 2, 32)
         check_int(self, "size_width", self.size_width, 1, 16)
         check_bool(self, "byte_mode", self.byte_mode)
-        check_bool(self, "split_update", self.split_update)
-        if self.split_update and self.byte_mode:
-            raise ConfigError(self, "split_update", True,
-                              "False with byte_mode (a byte-mode build's update is already two "
-                              "cycles: the multiplier's, then the update)")
+        check_int(self, "update_cycles", self.update_cycles, 1, 3)
+        if self.update_cycles != 1 and self.byte_mode:
+            raise ConfigError(self, "update_cycles", self.update_cycles,
+                              "1 with byte_mode (a byte-mode build's update is two cycles "
+                              "already: the multiplier's, then the update)")
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -94,14 +95,15 @@ class PacerConfig(BlockConfig):
 
     @property
     def latency(self) -> int:
-        """Clock cycles of the datapath's update (the engine's modify stage): 1, or 2 in a
-        ``byte_mode`` or ``split_update`` build."""
-        return 2 if self.byte_mode or self.split_update else 1
+        """Clock cycles of the datapath's update (the engine's modify stage):
+        ``update_cycles``, or 2 in a ``byte_mode`` build."""
+        return 2 if self.byte_mode else self.update_cycles
 
     @property
     def min_interval(self) -> int:
         """The shortest interval (cycles) paced with lateness 0: the engine's re-issue distance
-        ``reeval(latency)``, 7 cycles (:data:`MIN_INTERVAL`) or 8 at latency 2."""
+        ``reeval(latency)`` (the pipeline ``latency + 2`` plus the wheel's insert latency 4):
+        7 cycles (:data:`MIN_INTERVAL`), 8 at latency 2, 9 at latency 3."""
         return reeval(self.latency)
 
     @property

@@ -215,10 +215,10 @@ def ideal_times(t0: int, ival: int, frac_bits: int, count: int) -> list[int]:
 class GrantLog:
     """Collects grants from a :class:`~sim.models.flow_engine.FlowEngineModel` running the
     pacer: call :meth:`take` with each cycle's ``rate`` payload that was taken.  With the
-    ``rate`` stream always ready, a grant issued at cycle c is on ``rate`` at c + 4 (the engine's
-    latency; c + 5 in a byte-mode or ``split_update`` build, whose datapath latency is 2: the
-    model takes it from the datapath's ``latency``), so its cycle is the
-    record's cycle - 4 (- 5)."""
+    ``rate`` stream always ready, a grant issued at cycle c is on ``rate`` at c + 3 + L, L the
+    datapath's latency (c + 4 in the one-cycle build; c + 5 at L = 2, a byte-mode build or
+    ``update_cycles`` 2; c + 6 at L = 3: the model takes it from the datapath's ``latency``),
+    so its cycle is the record's cycle - 3 - L."""
 
     def __init__(self, engine_model):
         from hw.nic.flow_engine import pipe_depth
