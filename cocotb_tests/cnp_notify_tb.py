@@ -364,6 +364,43 @@ async def directed(dut):
     assert await tb.recv(timeout=20_000) == tb.expected_cnp(f6, big)
     c = tb.counters()
     assert c["cnps"] == 6 and c["malformed"] == before["malformed"], (c, before)
+
+    # the two bounds of the IPv4 checks, each one below: a complete CE packet in a 59-byte
+    # frame (a runt, below 60 bytes, whatever its headers say), and a CE packet whose IP
+    # total length (43) is one byte short of IP + UDP + BTH + ICRC (44), its UDP length
+    # consistent (23) and its header checksum right: both malformed, no CNP
+    runt = tb.data_packet(1, True, payload=0)[:59]
+    assert Ether(runt)[IP].len + 14 <= 59        # the packet itself is complete
+    short = Ether(tb.data_packet(1, True, payload=16))
+    short[IP].len, short[UDP].len = 43, 23
+    del short[IP].chksum
+    for frame in (runt, bytes(short)):
+        await tb.send(frame)
+    await tb.expect_nothing(2 * n)
+    c = tb.counters()
+    assert c["malformed"] == before["malformed"] + 2 and c["cnps"] == 6, (c, before)
+
+    # a generator register written while the generator sends a CNP waits for it (the write
+    # is taken when the generator is idle, then applies to the next CNP)
+    pkt7 = tb.data_packet(7 % F, True)
+    await tb.send(pkt7)
+    await ClockCycles(dut.clk, 8)                 # the CNP is being sent now
+    await tb.write("TTL", 99)
+    assert await tb.recv() == tb.expected_cnp(7 % F, pkt7)
+    old_ttl, tb.regs[CnpReg.TTL] = tb.regs[CnpReg.TTL], 99
+    pkt1 = tb.data_packet(1, True)
+    await tb.send(pkt1)
+    assert await tb.recv() == tb.expected_cnp(1, pkt1)
+    await tb.write("TTL", old_ttl)
+    tb.regs[CnpReg.TTL] = old_ttl
+
+    # the counters read through the register port equal the counter ports
+    m = tb.map
+    c = tb.counters()
+    for name, port in (("CNT_CNP", "cnps"), ("CNT_CE", "ce"), ("CNT_MALFORMED", "malformed"),
+                       ("CNT_OTHER", "other"), ("CNT_UNKNOWN_QP", "unknown_qp")):
+        assert await tb.read(m.addr(name)) == c[port], name
+    assert c["cnps"] == 8
     await tb.finish()
 
 

@@ -93,3 +93,44 @@ def test_counters_saturate():
 
     run_testbenches(dut, bench)
     assert got == {"CNT_MALFORMED": 255, "CNT_CNP": 0, "CNT_CE": 0, "CNT_OTHER": 0}, got
+
+
+def test_unknown_qp_counter_saturates():
+    """The unknown-QP counter (two sources, up to two counts per cycle) of an 8-bit build
+    stops at 255: 300 CE-marked RoCEv2 packets to a table with no valid entry (the reset
+    state), each a 60-byte frame of 8 beats, leave CNT_UNKNOWN_QP at 255 and send nothing."""
+    from scapy.contrib.roce import BTH
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    from hw.nic.cnp_notify import CnpNotify
+    from tests.streams import run_testbenches
+    cfg = CnpNotifyConfig(counter_width=8)
+    regmap = cfg.register_map()
+    dut = CnpNotify(cfg)
+    frame = bytes(Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02")
+                  / IP(src="10.0.0.2", dst="10.0.0.1", tos=3, flags="DF")
+                  / UDP(sport=1234, dport=4791) / BTH(opcode=0x04, dqpn=5)).ljust(60, b"\0")
+    beats = [frame[i:i + 8] for i in range(0, len(frame), 8)]
+    got = {}
+
+    async def bench(ctx):
+        for _ in range(300):
+            for k, beat in enumerate(beats):
+                ctx.set(dut.s_axis_tdata, int.from_bytes(beat.ljust(8, b"\0"), "little"))
+                ctx.set(dut.s_axis_tkeep, (1 << len(beat)) - 1)
+                ctx.set(dut.s_axis_tlast, k == len(beats) - 1)
+                ctx.set(dut.s_axis_tvalid, 1)
+                await ctx.tick()
+                assert not ctx.get(dut.m_axis_tvalid)
+        ctx.set(dut.s_axis_tvalid, 0)
+        for _ in range(20):
+            await ctx.tick()
+            assert not ctx.get(dut.m_axis_tvalid)
+        for name in ("CNT_UNKNOWN_QP", "CNT_MALFORMED", "CNT_CE", "CNT_CNP"):
+            ctx.set(dut.csr_raddr, regmap.addr(name))
+            await ctx.tick()
+            got[name] = ctx.get(dut.csr_rdata)
+
+    run_testbenches(dut, bench)
+    assert got == {"CNT_UNKNOWN_QP": 255, "CNT_MALFORMED": 0, "CNT_CE": 0, "CNT_CNP": 0}, got

@@ -87,6 +87,33 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "1 -> 2"):
         "a signed register one bit wider than needed holds the same values (+/- length); "
         "every use sign-extends it",
+    ("hw/nic/cnp_notify.py", "new_len = Mux(length > 0xFFFF - DB, 0xFFFF, length + nvalid)",
+     "> -> >="):
+        "AXI-Stream: only a frame's last beat may have fewer than DB bytes, so the length "
+        "before a beat is a multiple of DB (8) and never equals 0xFFFF - DB (65527)",
+    ("hw/nic/cnp_notify.py", "new_len = Mux(length > 0xFFFF - DB, 0xFFFF, length + nvalid)",
+     "65535 -> 65534"):
+        "the bound moves from 65527 to 65526; the length before a beat is a multiple of DB "
+        "(8), so 'length > 65527' and 'length > 65526' are the same test (65528 and up)",
+    ("hw/nic/cnp_notify.py",
+     "sel_w = (waddr < end) if base == 0 else (waddr >= base) & (waddr < end)", "0 -> 1"):
+        "the sub-blocks sit at bases 0 and 6, never 1: base 0 then takes the general form "
+        "(waddr >= 0) & (waddr < end), the same set of addresses",
+    ("hw/nic/cnp_notify.py",
+     "m.d.sync += sel_r.eq((raddr < end) if base == 0 else (raddr >= base) & (raddr < end))",
+     "0 -> 1"):
+        "the sub-blocks sit at bases 0 and 6, never 1: base 0 then takes the general form "
+        "(raddr >= 0) & (raddr < end), the same set of addresses",
+    ("hw/nic/cnp_notify.py",
+     "m.d.sync += sel_r.eq((raddr < end) if base == 0 else (raddr >= base) & (raddr < end))",
+     "< -> <="):
+        "two mutants share this key: the NP window's (its end is the first counter, whose "
+        "read then returns the NP's word) is KILLED by the counter read-back of "
+        "cnp_notify_tb.directed; the CNP generator's (raddr <= 6) is equivalent: word 6 is "
+        "the NP's register, and the NP's select is the outer one of the read multiplexer",
+    ("hw/nic/cnp_notify.py", "m.d.sync += counter.eq(Mux(counter > top - n, top, counter + n))",
+     "> -> >="):
+        "at counter == top - n both arms are top",
     ("hw/nic/cnp_notify.py",
      "sel_w = (waddr < end) if base == 0 else (waddr >= base) & (waddr < end)", "< -> <="):
         "the word at `end` is then also written into the sub-block (the CNP generator or the "
