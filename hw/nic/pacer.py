@@ -60,6 +60,10 @@ from .pacer_config import PacerConfig
 
 __all__ = ["PacerDatapath", "pacer_engine"]
 
+#: byte mode: the levels of 3:2 compressors in the product's first cycle (29 rows of a 14-bit
+#: size -> 7 registered rows; the second cycle's four levels and the carry chain the rest)
+_MUL_LEVELS = 4
+
 
 class PacerDatapath(FlowDatapath):
     """The pacer's per-flow update.
@@ -76,13 +80,14 @@ class PacerDatapath(FlowDatapath):
     Latency: ``PacerConfig.latency``: a packet-only build's ``update_cycles``, 1 by default
     (the engine's one-cycle modify stage: one event per clock, same-flow events back to back),
     2 (the sums and compares in the first cycle, registered, the flags and selects in the
-    second) or 3 (the sums and compares, the flags, the selects: a cycle each); 2 in a
-    byte-mode build (the ``size_width x (W + F)`` multiplier has the first modify cycle to
-    itself, the whole update the second).  At latency L > 1: one event per clock across
-    flows, the engine keeps two events of ONE flow at least L cycles apart (its write-back
-    forwarding then delivers the first's result to the second; no half-done update is ever
-    forwarded) and a grant's next deadline can pop ``reeval(L)`` = L + 6 cycles after it at
-    the earliest (``PacerConfig.min_interval``: 8 at L = 2, 9 at L = 3).
+    second) or 3 (the sums and compares, the flags, the selects: a cycle each); in a byte-mode
+    build ``update_cycles`` (1 or 2) + 2 (the ``size_width x (W + F)`` product, carry-save
+    rows, has the first two modify cycles to itself, the update the rest).  At latency L > 1:
+    one event per clock across flows, the engine keeps two events of ONE flow at least L
+    cycles apart (its write-back forwarding then delivers the first's result to the second;
+    no half-done update is ever forwarded) and a grant's next deadline can pop ``reeval(L)``
+    = L + 6 cycles after it at the earliest (``PacerConfig.min_interval``: 8 at L = 2, 9 at
+    L = 3, 10 at L = 4).
     """
 
     name = "pacer"
@@ -90,7 +95,7 @@ class PacerDatapath(FlowDatapath):
 
     def __init__(self, config: PacerConfig | None = None):
         self.config = cfg = PacerConfig() if config is None else config
-        # byte mode: a modify cycle of its own for the multiplier (see build); update_cycles
+        # byte mode: two modify cycles of their own for the product (see build); update_cycles
         # 2 / 3: the sums and compares, (then the flags,) then the selects (see _update)
         self.latency = cfg.latency
         self.time_width = cfg.engine.time_width
@@ -151,37 +156,58 @@ class PacerDatapath(FlowDatapath):
         cfg = self.config
         if not cfg.byte_mode:
             return self._update(m, state, kind, tx_bytes, cn, t, regs, pre, None)
-        # Byte mode, latency 2: the first cycle only multiplies, the second is the packet-mode
-        # update plus an adder.  The product is the report's charge size x ival or a byte-mode
-        # CN's move of the pending deadline last x (new - old) (mod 2**NW: the difference may
-        # be negative); it depends on the event and on the flow's stored ival / last, which
-        # the engine's RAM delivers in the first modify cycle at the earliest, so it cannot be
-        # computed before the modify stage: it gets a modify cycle of its own instead, and the
-        # engine keeps two events of one flow at least two cycles apart (exact, no forwarding
-        # of a half-done update is needed).  Its operands are selected by the event's kind (a
-        # register), not by a decode of the state: only a report (a TX) or a CN uses it.
+        # Byte mode, latency update_cycles + 2: the first two cycles only multiply, then the
+        # packet-mode update plus an adder (one cycle, or two split as the packet one's).  The
+        # product is the report's charge size x ival or
+        # a byte-mode CN's move of the pending deadline last x (new - old) (mod 2**NW: the
+        # difference may be negative); it depends on the event and on the flow's stored ival /
+        # last, which the engine's RAM delivers in the first modify cycle at the earliest, so
+        # it cannot be computed before the modify stage: it gets two modify cycles of its own
+        # instead, and the engine keeps two events of one flow at least L cycles apart
+        # (exact, no forwarding of a half-done update is needed).  Its operands are selected
+        # by the event's kind (a register), not by a decode of the state: only a report (a TX)
+        # or a CN uses it.
+        # No carry chain before the product: it is made as carry-save rows (hw.lib.csa), the
+        # difference too: last x (new - old) = last x new + last x ~old + last (mod 2**NW,
+        # -old = ~old + 1), so a CN's rows are last's bits selecting new and ~old, plus last;
+        # a report's are size's bits selecting ival (the ~old rows and last then 0).  The
+        # first cycle makes the rows and reduces them by ``_MUL_LEVELS`` levels of 3:2
+        # compressors (registered, ``pc_mrow*``), the second reduces the rest to two rows and
+        # adds them in one carry chain (``pc_prod``).
         NW = cfg.next_width
         size = tx_bytes[cfg.count_width:cfg.tx_width]
         is_tx = kind == EventKind.TX
         mul_a = named_wire(m, "pc_mul_a", Mux(is_tx, size, state.last), width=cfg.size_width)
-        # (new - old is signed: the assignment to an NW-bit wire sign-extends it)
-        # (an expression, not a named wire: Yosys folds the subtraction into the product's
-        # operand and would leave the name unused)
-        diff = fit(cn.ival - state.ival, NW)
-        mul_b = named_wire(m, "pc_mul_b", Mux(is_tx, state.ival, diff), width=NW)
+        mul_b = named_wire(m, "pc_mul_b", Mux(is_tx, fit(state.ival, NW), fit(cn.ival, NW)),
+                           width=NW)
+        neg_old = Mux(is_tx, 0, ~fit(state.ival, NW))
+        rows = [Mux(mul_a[i], mul_b << i, 0) for i in range(cfg.size_width)]
+        rows += [Mux(mul_a[i], neg_old << i, 0) for i in range(cfg.size_width)]
+        rows.append(Mux(is_tx, 0, state.last))
+        rows = compress(rows, NW, _MUL_LEVELS)
+        regd = []
+        for j, row in enumerate(rows):
+            r = Signal(NW, name=f"pc_mrow{j}")
+            m.d.sync += r.eq(row)
+            regd.append(r)
+        two = compress(regd, NW)
         prod = Signal(NW, name="pc_prod")
-        m.d.sync += prod.eq((mul_a * mul_b)[:NW])
+        m.d.sync += prod.eq((two[0] + two[1])[:NW] if len(two) == 2 else two[0])
 
         def reg(value, shape, name):
             r = Signal(shape, name=name)
             m.d.sync += r.eq(value)
             return r
-        pre2 = {name: reg(v, Value.cast(v).shape(), f"pc_pre_{name}") for name, v in pre.items()}
-        return self._update(m, reg(state, self.state_layout, "pc_s2"),
-                            reg(kind, EventKind, "pc_kind2"),
-                            reg(tx_bytes, len(Value.cast(tx_bytes)), "pc_tx2"),
-                            reg(cn, self.cn_layout, "pc_cn2"),
-                            reg(t, len(Value.cast(t)), "pc_t2"), regs, pre2, prod)
+
+        def reg2(value, shape, name):
+            # two cycles: the product's
+            return reg(reg(value, shape, name + "a"), shape, name)
+        pre2 = {name: reg2(v, Value.cast(v).shape(), f"pc_pre_{name}") for name, v in pre.items()}
+        return self._update(m, reg2(state, self.state_layout, "pc_s2"),
+                            reg2(kind, EventKind, "pc_kind2"),
+                            reg2(tx_bytes, len(Value.cast(tx_bytes)), "pc_tx2"),
+                            reg2(cn, self.cn_layout, "pc_cn2"),
+                            reg2(t, len(Value.cast(t)), "pc_t2"), regs, pre2, prod)
 
     def _update(self, m, state, kind, tx_bytes, cn, t, regs, pre, prod) -> DatapathOut:
         """The update; ``prod`` the byte mode's registered product (None in a packet-only

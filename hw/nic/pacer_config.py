@@ -47,15 +47,17 @@ class PacerConfig(BlockConfig):
     size_width: bits of a packet size reported on ``tx`` (bytes; 1 ... 16: 14 covers 9000-byte
       jumbo frames), the factor of the byte-mode charge ``size x ival`` (byte_mode only);
     byte_mode: build the per-flow byte mode (the ``bytes``/``wait``/``last`` fields, the
-      ``bytes_init`` register, the ``size`` of a ``tx`` payload and one ``size_width x (W + F)``
-      multiplier in the one-cycle update).  Off (the default) the pacer is packets only and
-      keeps its Fmax without the multiplier (docs/pacer.md, "Byte mode is a build option").
-      A byte-mode build's update takes 2 cycles (the multiplier's own first);
-    update_cycles: a packet-only build's update, 1 (the default: one modify cycle), 2 (the
+      ``bytes_init`` register, the ``size`` of a ``tx`` payload and the ``size_width x (W + F)``
+      charge as carry-save rows over the update's first two cycles).  Off (the default)
+      the pacer is packets only and keeps its Fmax without the multiplier (docs/pacer.md,
+      "Byte mode is a build option").
+      A byte-mode build's update takes 2 more cycles (the product's own two first);
+    update_cycles: the update's cycles, 1 (the default: one modify cycle), 2 (the
       sums and compares, then the selects) or 3 (the sums and compares, then the flags, then
       the selects): the datapath latency L; the engine keeps two events of one flow L cycles
       apart and re-issues a flow's next deadline after ``reeval(L)`` = L + 6 cycles
-      (``min_interval``).  1 with ``byte_mode`` (docs/pacer.md, "The update alone").
+      (``min_interval``).  With ``byte_mode`` (1 or 2) the update's cycles after the
+      product's two: L = update_cycles + 2 (docs/pacer.md, "The update alone").
     """
 
     engine: FlowEngineConfig = FlowEngineConfig()
@@ -82,10 +84,10 @@ class PacerConfig(BlockConfig):
         check_int(self, "size_width", self.size_width, 1, 16)
         check_bool(self, "byte_mode", self.byte_mode)
         check_int(self, "update_cycles", self.update_cycles, 1, 3)
-        if self.update_cycles != 1 and self.byte_mode:
+        if self.update_cycles == 3 and self.byte_mode:
+            # (the three-cycle update's flags and selects are the packet-only rules')
             raise ConfigError(self, "update_cycles", self.update_cycles,
-                              "1 with byte_mode (a byte-mode build's update is two cycles "
-                              "already: the multiplier's, then the update)")
+                              "1 or 2 with byte_mode")
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -96,8 +98,9 @@ class PacerConfig(BlockConfig):
     @property
     def latency(self) -> int:
         """Clock cycles of the datapath's update (the engine's modify stage):
-        ``update_cycles``, or 2 in a ``byte_mode`` build."""
-        return 2 if self.byte_mode else self.update_cycles
+        ``update_cycles``, plus 2 in a ``byte_mode`` build (the product's two cycles, then
+        the update's)."""
+        return self.update_cycles + (2 if self.byte_mode else 0)
 
     @property
     def min_interval(self) -> int:
