@@ -952,6 +952,20 @@ def test_update_corners_against_model():
                  run_pipelined if cycles > 1 else run_rtl)
 
 
+def test_byte_update_corners_against_model():
+    """The byte-mode update alone against the model's (the same corners, plus the byte
+    fields: ``bytes``, ``wait``, ``last`` at 0, 1 and the maximum, size reports of 0, 1 and
+    the largest size): the CN's charge ``last x (new - old)`` is carry-save rows
+    (``last x new + last x ~old + last``) over two cycles, which a row dropped or misaligned
+    changes by as little as ``last`` units of 2**-16 cycle, below what the engine runs show.
+    The top's build (``update_cycles`` 2, latency 4) gets 200 vectors one per clock, the
+    one-cycle update (latency 3) 100; 60 x as many with ``CC_LONG``."""
+    from hw.nic.flow_datapath import EventKind as MK
+    for cycles, count in ((2, 200), (1, 100)):
+        _corners(small(byte_mode=True, cycles=cycles), count * (60 if CC_LONG else 1), MK,
+                 run_pipelined)
+
+
 def _corners(cfg, count, MK, run):
     dp = PacerDatapath(cfg)
     model = PacerDatapathModel(dp)
@@ -983,6 +997,26 @@ def _corners(cfg, count, MK, run):
             payload = rng.choice([0, 1, 2, (1 << COUNT_BITS) - 1, rng.randrange(1 << COUNT_BITS)])
         elif kind == MK.CN:
             payload = ival()
+        if cfg.byte_mode:
+            size_max = (1 << cfg.size_width) - 1
+            # (``wait`` is set by a grant of an armed byte-mode flow and the flow stays armed
+            # until its report: wait => armed and bytes; only a ctl WRITE makes other states)
+            wait = rng.choice([0, 0, 1]) if state["armed"] else 0
+            state.update(bytes=1 if wait else rng.randrange(2), wait=wait,
+                         last=rng.choice([0, 1, size_max, rng.randrange(size_max + 1)]))
+            regs["bytes_init"] = rng.randrange(2)
+            if kind == MK.TX:
+                payload = report(rng.choice([0, 0, 1, size_max, rng.randrange(size_max + 1)]),
+                                 payload)
+            if rng.random() < 0.2:
+                # a CN on an armed byte flow whose moved deadline stays ahead of t: the new
+                # deadline is next + last x (new - old) exactly (every row of the charge)
+                old_iv = rng.randrange(q(64))
+                state.update(armed=1, wait=0, bytes=1, ival=old_iv,
+                             last=rng.choice([1, size_max, rng.randrange(size_max + 1)]),
+                             next=(((t + rng.randint(200, 400)) % (1 << W)) << F | frac())
+                             & ((1 << NW) - 1))
+                kind, payload = MK.CN, max(0, old_iv + rng.randint(-3, 3))
         if rng.random() < 0.1:
             # a due flow with one packet and a whole-cycle interval whose next deadline after
             # the grant is exactly t (fraction all ones), enqueueing: re-armed at t or not
