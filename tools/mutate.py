@@ -68,9 +68,13 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
                     "cocotb_tests/test_axis.py::test_cnp_notify"]),
     "timely_engine": (["hw/nic/timely_engine.py"], ["tests/test_timely_engine.py"]),
     "swift_engine": (["hw/nic/swift_engine.py"], ["tests/test_swift_engine.py"]),
-    "ldcp_engine": (["hw/nic/ldcp_engine.py"], ["tests/test_ldcp_engine.py"]),
+    "ldcp_engine": (["hw/nic/ldcp_engine.py"],
+                    ["tests/test_ldcp_engine.py",
+                     "tests/test_ldcp_engine_edges.py",
+                     "tests/test_ldcp_rx_engine_edges.py::test_ack_delay_register_range"]),
     "ldcp_tx_engine": (["hw/nic/ldcp_tx_engine.py"], ["tests/test_ldcp_tx_engine.py"]),
-    "ldcp_rx_engine": (["hw/nic/ldcp_rx_engine.py"], ["tests/test_ldcp_rx_engine.py"]),
+    "ldcp_rx_engine": (["hw/nic/ldcp_rx_engine.py"],
+                       ["tests/test_ldcp_rx_engine.py", "tests/test_ldcp_rx_engine_edges.py"]),
     "pipemul": (["hw/lib/pipemul.py"], ["tests/test_pipemul.py"]),
     "csr": (["hw/lib/csr.py"], ["tests/test_csr.py", "tests/test_block_registers.py"]),
     # no Amaranth-simulation test: the cocotb test (a Verilator build per mutant, minutes)
@@ -163,6 +167,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "length = Mux(carried < MIN_FRAME_BYTES - CNM_HEADER_BYTES, MIN_FRAME_BYTES,", "< -> <="):
         "at carried == MIN_FRAME_BYTES - CNM_HEADER_BYTES the other arm, CNM_HEADER_BYTES + "
         "carried, is MIN_FRAME_BYTES",
+    ("hw/nic/ldcp_tx_engine.py",
+     'valid=None if valid is None else delayed(m, valid, A - 1, "tx_valid"),', "1 -> 2"):
+        "in LdcpWindowDatapath this valid only feeds its o_valid shift chain (no stage is "
+        "gated by it), and the engine's window part reads o.cw, never o_valid: a chain one "
+        "register longer drives nothing that is observed",
+    ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
+        "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
+        "GRAD_FRAC + 4 = 20 kept bits",
 }
 
 CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
