@@ -234,13 +234,25 @@ def test_qcn_engine_random(latency):
     assert c["ev_cn"] > 30 and c["expiries"] > 100
 
 
-def test_dcqcn_engine_timer_burst():
+#: the burst's figures by timer service, derived by hand: the wheel spreads the 16 entries of
+#: one deadline over 16 slots (0, 1, ..., 15 late: sum 120, 8 in 8..15); the calendar keeps
+#: them in one slot's list and pops it one per 3 cycles (0, 3, ..., 45 late: sum 360, 9, 12
+#: and 15 in 8..15)
+BURST = {"wheel": {"expiries": 16, "late_max": 15, "late_sum": 120, "late_h0": 1, "late_h4": 8},
+         "calendar": {"expiries": 16, "late_max": 45, "late_sum": 360, "late_h0": 1,
+                      "late_h4": 3}}
+
+
+@pytest.mark.parametrize("timer", ["wheel", "calendar"])
+def test_dcqcn_engine_timer_burst(timer):
     """Every flow's alpha timer written to the same deadline (WRITEs of ``a_dl`` then
-    ``a_on``): the 16 expiries are applied 0, 1, ..., 15 cycles late (sum 120), the reloads
-    count from the common deadline (no drift: the next burst is due K cycles later and is
-    again 0 ... 15 late)."""
+    ``a_on``): the 16 expiries are applied 0, 1, ..., 15 cycles late (sum 120) on the wheel,
+    0, 3, ..., 45 (sum 360) on the calendar; the reloads count from the common deadline (no
+    drift: the next burst is due K cycles later and is as late again)."""
     dp = DcqcnDatapath(DCQCN_BUILD, W)
-    h = Harness(engine_config(), dp, seed=SEED, model_dp=DcqcnDatapathModel)
+    # the calendar: 256 slots, horizon 160 (its rule: 5 words of 32 <= horizon <= slots - 64)
+    kw = {} if timer == "wheel" else dict(timer="calendar", wheel_horizon=160)
+    h = Harness(engine_config(**kw), dp, seed=SEED, model_dp=DcqcnDatapathModel)
     fields = h.lay["fields"]
     k = dict(profile_writes_named(dp, "connectx"))["k_cycles"]
 
@@ -256,11 +268,10 @@ def test_dcqcn_engine_timer_burst():
         await h.run(ctx, 200 + 40)               # the burst, not yet the next one
         got = {name: await h.read_counter(ctx, name)
                for name in ("expiries", "late_max", "late_sum", "late_h0", "late_h4")}
-        assert got == {"expiries": 16, "late_max": 15, "late_sum": 120, "late_h0": 1,
-                       "late_h4": 8}, got
+        assert got == BURST[timer], got
         await h.run(ctx, k)                      # the second burst, K after the first
         assert await h.read_counter(ctx, "expiries") == 32
-        assert await h.read_counter(ctx, "late_sum") == 240
+        assert await h.read_counter(ctx, "late_sum") == 2 * BURST[timer]["late_sum"]
     h.simulate(body)
 
 

@@ -8,6 +8,7 @@ on it (Yosys ``synth_ecp5`` + nextpnr-ecp5, LFE5U-85F speed 6, seed 1: the same 
 
     python -m tools.engine_fmax --latency 2 --wheel-insert-latency 5      # engine + wheel
     python -m tools.engine_fmax --latency 2 --stub-wheel                  # engine's own paths
+    python -m tools.engine_fmax --latency 2 --timer calendar              # engine + calendar
 
 The wheel defaults to 4096 slots (1024-cycle horizon) so that a run takes minutes; the
 default 65536-slot wheel maps to about 42k LUT4 (``--wheel-slots 65536 --horizon 32768``).
@@ -64,18 +65,23 @@ def main(argv=None):
     ap.add_argument("--wheel-slots", type=int, default=4096)
     ap.add_argument("--horizon", type=int, default=1024)
     ap.add_argument("--flows", type=int, default=1024)
+    ap.add_argument("--timer", default="wheel", choices=("wheel", "calendar"),
+                    help="the timer service (--wheel-slots / --horizon size either)")
     ap.add_argument("--stub-wheel", action="store_true",
                     help="replace the wheel by registers (the engine's own paths)")
     ap.add_argument("--generic-bram", action="store_true",
                     help="block RAMs as inferred by Yosys (output register off), not the "
                          "DP16KD of hw.lib.bram with OUTREG")
     a = ap.parse_args(argv)
+    if a.stub_wheel and a.timer != "wheel":
+        ap.error("--stub-wheel replaces the wheel only (the stub has the wheel's ports)")
     cfg = FlowEngineConfig(n_flows=a.flows, wheel_horizon=a.horizon, wheel_slots=a.wheel_slots,
                            out_fifo_depth=max(8, a.latency + 4),
-                           wheel_insert_latency=a.wheel_insert_latency)
+                           wheel_insert_latency=a.wheel_insert_latency, timer=a.timer)
     dp = ToyDatapath(cfg.time_width, period=4000, latency=a.latency)
     stub = StubWheel if a.stub_wheel else None
     name = (f"engine_fmax_l{a.latency}_" + ("stub" if a.stub_wheel else
+            f"c{a.wheel_slots}" if a.timer == "calendar" else
             f"w{a.wheel_slots}_il{a.wheel_insert_latency}") + f"_n{a.flows}"
             + ("_generic" if a.generic_bram else ""))
     out = ROOT / "build" / "ooc" / name

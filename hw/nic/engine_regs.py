@@ -54,6 +54,13 @@ COUNTER_DESC = {
     "max_occupancy": "largest wheel occupancy", "max_displacement": "largest wheel displacement",
     "overflow": "the wheel overflowed (sticky)", "overflow_count": "wheel overflows",
 }
+#: the same statistics addresses with the calendar timer service (timer="calendar")
+CALENDAR_STATS_DESC = {
+    "occupancy": "calendar entries now", "max_occupancy": "largest calendar occupancy",
+    "max_lateness": "largest calendar lateness (pop after its deadline), cycles",
+    "overflow": "reads 0 (the calendar cannot overflow)",
+    "overflow_count": "reads 0 (the calendar cannot overflow)",
+}
 
 #: the per-flow CTRL word: command bits (write 1; with several set the lowest one is applied)
 #: and the flow's enable bit (read)
@@ -101,25 +108,35 @@ def flow_window_registers(dp, field_desc: dict[str, str] | None = None) -> tuple
 
 def engine_register_map(name: str, dp, block_type: str, desc: str = "",
                         reg_desc: dict[str, str] | None = None, flows: int = 0,
-                        field_desc: dict[str, str] | None = None) -> RegisterMap:
+                        field_desc: dict[str, str] | None = None,
+                        timer: str = "wheel") -> RegisterMap:
     """The register map of an engine around datapath ``dp`` (its ``regs``: ``(name, width,
     reset)``); ``reg_desc``: descriptions by register name (lower case); ``flows``: the
     engine's flow count, for the per-flow windows (0: none); ``field_desc``: the window
-    words' descriptions by state field name."""
-    from .flow_engine import COUNTERS, LATE_BUCKETS, WHEEL_STATS
+    words' descriptions by state field name; ``timer``: the engine's timer service (the
+    statistics after the histogram keep their addresses; their names and descriptions follow
+    the service)."""
+    from .flow_engine import CALENDAR_STATS, COUNTERS, LATE_BUCKETS, WHEEL_STATS
+    if timer == "calendar":
+        stats = [n or w for n, w in zip(CALENDAR_STATS, WHEEL_STATS, strict=True)]
+        stat_desc = CALENDAR_STATS_DESC
+    else:
+        stats, stat_desc = list(WHEEL_STATS), COUNTER_DESC
     reg_desc = reg_desc or {}
     regs = [Register.single(n.upper(), w, reset, desc=reg_desc.get(n, ""))
             for n, w, reset in dp.regs]
     names = list(COUNTERS) + [f"late_h{i}" for i in range(len(LATE_BUCKETS))] + \
-        list(WHEEL_STATS)
+        stats
     for i, n in enumerate(names):
         if n.startswith("late_h"):
             lo, hi = LATE_BUCKETS[int(n[6:])]
             span = f"{lo} or more" if hi is None else f"{lo}" if hi == lo else f"{lo}..{hi}"
             text = f"expiries {span} cycles late"
+        elif n in stats:
+            text = stat_desc[n]
         else:
             text = COUNTER_DESC[n]
-        if n not in WHEEL_STATS and n != "late_max":
+        if n not in stats and n != "late_max":
             text += " (saturating)"
         regs.append(Register(n.upper(), (Field(n, 32, "ro", desc=text),), text,
                              COUNTER_BASE + i))

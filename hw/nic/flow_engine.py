@@ -23,7 +23,8 @@ from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
 from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH, CSR_DATA_WIDTH, FlowEngineConfig
 from .timer_wheel_config import INSERT_LATENCY
 
-__all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "engine_layouts",
+__all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "CALENDAR_STATS",
+           "timer_stats", "engine_layouts",
            "late_bucket", "PIPE_DEPTH", "REEVAL",
            "WHEEL_MARGIN", "MAX_ENTRIES", "pipe_depth", "reeval", "wheel_margin",
            "check_wheel_margin"]
@@ -39,6 +40,16 @@ COUNTERS = ["ev_tx", "ev_cn", "ev_timer", "ev_ctl", "expiries", "late_sum", "lat
             "disabled", "stale_pops", "wheel_ins"]
 #: The wheel's statistics, readable after the histogram.
 WHEEL_STATS = ["occupancy", "max_occupancy", "max_displacement", "overflow", "overflow_count"]
+#: The calendar's, at the same addresses (software reads index 2 as the service's worst
+#: placement figure either way); None reads 0: the calendar cannot overflow.
+CALENDAR_STATS = ["occupancy", "max_occupancy", "max_lateness", None, None]
+
+
+def timer_stats(config: FlowEngineConfig) -> list:
+    """The statistics registers read after the histogram, by index, for the engine's timer
+    service (names of the service's ports; None reads 0)."""
+    return CALENDAR_STATS if config.timer == "calendar" else WHEEL_STATS
+
 #: Lateness histogram buckets (cycles): [lo, hi] inclusive; counters late_h0 ... late_h7 follow.
 LATE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 63), (64, 255), (256, None)]
 def pipe_depth(latency: int = 1) -> int:
@@ -64,7 +75,9 @@ def wheel_margin(latency: int = 1, insert_latency: int = INSERT_LATENCY) -> int:
 def check_wheel_margin(config: FlowEngineConfig, latency: int) -> None:
     """The engine holds its inputs while wheel occupancy + margin >= the wheel's entries: with
     no more entries than the margin (few flows, a long pipeline) it would never take an event.
-    One ConfigError line instead."""
+    One ConfigError line instead.  The calendar has no capacity and no room check: nothing."""
+    if config.timer == "calendar":
+        return
     entries = config.wheel_config().max_entries
     margin = wheel_margin(latency, config.wheel_config().insert_latency)
     if entries <= margin:
@@ -160,7 +173,10 @@ class FlowEngine(wiring.Component):
 
     def _make_wheel(self):
         if self._wheel_factory is not None:
-            return self._wheel_factory(self.config.wheel_config())
+            return self._wheel_factory(self.config.timer_config())
+        if self.config.timer == "calendar":
+            from .timer_calendar import TimerCalendar
+            return TimerCalendar(self.config.timer_config())
         from .timer_wheel import TimerWheel
         return TimerWheel(self.config.wheel_config())
 
@@ -217,7 +233,7 @@ class FlowEngine(wiring.Component):
 
         L = dp.latency
         WB = pipe_depth(L)          # the write-back stage
-        IL = cfg.wheel_config().insert_latency
+        IL = cfg.timer_config().insert_latency     # 4 ... 6 for the wheel, 10 for the calendar
         MARGIN = wheel_margin(L, IL)
 
         def stage(k):
@@ -273,8 +289,15 @@ class FlowEngine(wiring.Component):
         tx_free = named_wire(m, "tx_free", self.tx.valid & ~busy(self.tx.payload.flow))
         # inputs wait while the wheel is nearly full (an input event inserts at most one entry;
         # a pop removes its own before it may insert one), so the wheel cannot overflow
-        room = named_wire(m, "wheel_room",
-                          wheel.occupancy + MARGIN < cfg.wheel_config().max_entries)
+        # The calendar needs no such check: it cannot overflow (a slot's list is unbounded) and
+        # its link RAM has a word for every id {flow, gen} (4 x n_flows); the engine itself
+        # keeps at most MAX_ENTRIES = 4 entries per flow (q_cnt, below), so the ids in the
+        # calendar are always distinct, whatever the traffic.
+        if cfg.timer == "calendar":
+            room = Const(1)
+        else:
+            room = named_wire(m, "wheel_room",
+                              wheel.occupancy + MARGIN < cfg.wheel_config().max_entries)
         # a READ needs room on rd; without it the ctl stream waits and cn/tx may go
         ctl_ok = named_wire(m, "ctl_ok", ~self.ctl.valid | (self.ctl.payload.op != CtlOp.READ)
                             | rd_ok)
@@ -584,8 +607,9 @@ class FlowEngine(wiring.Component):
         base = COUNTER_BASE + len(COUNTERS)
         readable += [(base + i, h) for i, h in enumerate(hist)]
         base += len(hist)
-        for i, name in enumerate(WHEEL_STATS):
-            readable.append((base + i, getattr(wheel, name)))
+        for i, name in enumerate(timer_stats(cfg)):
+            if name is not None:        # absent: the address reads 0 (the Default below)
+                readable.append((base + i, getattr(wheel, name)))
         with m.Switch(self.csr_raddr):
             for addr, sig in readable:
                 with m.Case(addr):

@@ -12,15 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..params import BlockConfig, ConfigError, check_int
+from .timer_calendar_config import TimerCalendarConfig
 from .timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
 
-__all__ = ["FlowEngineConfig", "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH", "COUNTER_BASE"]
+__all__ = ["FlowEngineConfig", "TIMERS", "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH", "COUNTER_BASE"]
 
 #: Register-file address and data widths (the project's csr_w / csr_raddr convention).
 CSR_ADDR_WIDTH = 8
 CSR_DATA_WIDTH = 32
 #: Read-only counters start at this address; run-time registers are at 0 ... len(regs) - 1.
 COUNTER_BASE = 0x80
+#: The timer services an engine can be built with.
+TIMERS = ("wheel", "calendar")
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,13 @@ class FlowEngineConfig(BlockConfig):
     wheel_insert_latency: the wheel's insert latency, 4, 5 or 6 (5 registers the wheel's
       bitmap reads before its decision stage; 6 also sends the pops through a buffer so that
       the engine's ``pop.ready`` no longer reaches the wheel's cursor: faster, and every
-      re-evaluation one cycle later per step, see :func:`hw.nic.flow_engine.reeval`).
+      re-evaluation one cycle later per step, see :func:`hw.nic.flow_engine.reeval`);
+    timer: the timer service, ``"wheel"`` (:mod:`hw.nic.timer_wheel`, the default) or
+      ``"calendar"`` (:mod:`hw.nic.timer_calendar`: per-slot lists, insert latency 10, no
+      capacity rule, nothing can overflow).  ``wheel_slots`` and ``wheel_horizon`` size
+      either service (the calendar's own rules - slots >= 8 words of 32, horizon between
+      5 x 32 and slots - 64 - are checked); ``wheel_entries_per_flow`` (the capacity rule)
+      and ``wheel_insert_latency`` apply to the wheel only.
     """
 
     n_flows: int = 1024
@@ -53,6 +62,7 @@ class FlowEngineConfig(BlockConfig):
     out_fifo_depth: int = 16
     wheel_entries_per_flow: int = 2
     wheel_insert_latency: int = INSERT_LATENCY
+    timer: str = "wheel"
 
     def __post_init__(self):
         check_int(self, "n_flows", self.n_flows, 1, 65536)
@@ -68,6 +78,11 @@ class FlowEngineConfig(BlockConfig):
                               "a power of two 8 ... 2**20")
         check_int(self, "out_fifo_depth", self.out_fifo_depth, 5, 64)
         check_int(self, "wheel_entries_per_flow", self.wheel_entries_per_flow, 1, 16)
+        if self.timer not in TIMERS:
+            raise ConfigError(self, "timer", self.timer, " or ".join(repr(t) for t in TIMERS))
+        if self.timer == "calendar":
+            self.timer_config()         # validates the calendar's sizing (one ConfigError line)
+            return
         wheel = self.wheel_config()     # validates the wheel's sizing (capacity rule included)
         if self.wheel_entries_per_flow * self.n_flows > wheel.max_entries:
             raise ConfigError(self, "wheel_slots", self.wheel_slots, "enough slots")
@@ -81,6 +96,17 @@ class FlowEngineConfig(BlockConfig):
                                 flow_bits=self.flow_width, gen_bits=2,
                                 time_width=self.time_width,
                                 insert_latency=self.wheel_insert_latency)
+
+    def timer_config(self):
+        """The timer service's configuration: :meth:`wheel_config` for the wheel, else the
+        calendar's (entries {flow, gen (2 bits)}; no capacity to size: the engine keeps at most
+        4 entries per flow, the 2-bit generation space, and the calendar's link RAM holds
+        every id)."""
+        if self.timer != "calendar":
+            return self.wheel_config()
+        return TimerCalendarConfig(slots=self.wheel_slots, horizon=self.wheel_horizon,
+                                   flow_bits=self.flow_width, gen_bits=2,
+                                   time_width=self.time_width)
 
     @property
     def flow_width(self) -> int:

@@ -24,18 +24,19 @@ from hw.nic.flow_engine import (
     COUNTERS,
     LATE_BUCKETS,
     MAX_ENTRIES,
-    WHEEL_STATS,
     Src,
     check_wheel_margin,
     engine_layouts,
     late_bucket,
     pipe_depth,
     reeval,
+    timer_stats,
     wheel_margin,
 )
 from hw.nic.flow_engine_config import COUNTER_BASE, CSR_DATA_WIDTH, FlowEngineConfig
 
 from .flow_datapath import FlowDatapathModel, time_le_int
+from .timer_calendar import TimerCalendarModel
 from .timer_wheel import TimerWheelModel
 
 __all__ = ["FlowEngineModel", "EngineOut"]
@@ -71,7 +72,10 @@ class FlowEngineModel:
         self.lay = lay = engine_layouts(cfg, dpm.rtl)
         self.W = cfg.time_width
         self.mask = (1 << self.W) - 1
-        self.wheel = wheel if wheel is not None else TimerWheelModel(cfg.wheel_config())
+        if wheel is None:
+            wheel = (TimerCalendarModel(cfg.timer_config()) if cfg.timer == "calendar"
+                     else TimerWheelModel(cfg.wheel_config()))
+        self.wheel = wheel
         self.regs = dpm.regs_reset()
         zero = {name: 0 for name in lay["fields"]}
         self.flows = [_Flow(dict(zero)) for _ in range(cfg.n_flows)]
@@ -82,7 +86,7 @@ class FlowEngineModel:
         self.latency = L = getattr(dpm.rtl, "latency", 1)
         check_wheel_margin(cfg, L)
         #: the wheel's insert latency (4, or 5 with its read stage)
-        self.insert_latency = IL = cfg.wheel_config().insert_latency
+        self.insert_latency = IL = cfg.timer_config().insert_latency     # 10: the calendar
         self.reeval = reeval(L, IL)
         self.margin = wheel_margin(L, IL)
         self.pipe: deque = deque([None] * pipe_depth(L))
@@ -147,7 +151,8 @@ class FlowEngineModel:
         cn_free = cn is not None and cn[0] not in busy
         tx_free = tx is not None and tx[0] not in busy
         go_in = (go and pop is None
-                 and w.occupancy + self.margin < self.wheel.cfg.max_entries)
+                 and (cfg.timer == "calendar"
+                      or w.occupancy + self.margin < self.wheel.cfg.max_entries))
         o.ready = ready
         o.ctl_ready = go_in and ctl_go
         o.cn_ready = go_in and not ctl_go and cn_free
@@ -310,8 +315,9 @@ class FlowEngineModel:
         if 0 <= i < len(self.hist):
             return self.hist[i]
         i -= len(self.hist)
-        if 0 <= i < len(WHEEL_STATS):
-            return int(getattr(self.wheel.out, WHEEL_STATS[i]))
+        stats = timer_stats(self.cfg)
+        if 0 <= i < len(stats):
+            return 0 if stats[i] is None else int(getattr(self.wheel.out, stats[i]))
         return 0
 
     # -- read-back helpers for tests -------------------------------------------------------------
