@@ -77,8 +77,8 @@ reaches neither the cursor nor the chase in the same cycle.
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import Out
 
 from ..lib.arith import umax
 from ..lib.bram import Bram
@@ -90,6 +90,7 @@ from .timer_calendar_config import (
     POP_BUFFER,
     TimerCalendarConfig,
 )
+from .timer_wheel import timer_service_members
 
 __all__ = ["TimerCalendar", "TimerCalendarConfig", "INSERT_LATENCY"]
 
@@ -134,15 +135,8 @@ def _first_set(m, x, width):
 class TimerCalendar(wiring.Component):
     def __init__(self, config: TimerCalendarConfig):
         self.config = c = config
-        ins = data.StructLayout({"flow": c.flow_bits, "gen": c.gen_bits,
-                                 "deadline": c.time_width})
-        pop = data.StructLayout({"flow": c.flow_bits, "gen": c.gen_bits, "slot": c.slot_bits})
         super().__init__({
-            "now": In(c.time_width),
-            "ins": In(stream.Signature(ins)),
-            "pop": Out(stream.Signature(pop)),
-            "occupancy": Out(c.occ_width),
-            "max_occupancy": Out(c.occ_width),
+            **timer_service_members(c),
             "max_lateness": Out(c.slot_bits),
         })
 

@@ -101,7 +101,8 @@ from ..lib.arith import saturating_inc, umax
 from ..lib.bram import Bram
 from .timer_wheel_config import INSERT_LATENCY, POP_BUFFER, TimerWheelConfig
 
-__all__ = ["TimerWheel", "TimerWheelConfig", "summary_group_words", "INSERT_LATENCY",
+__all__ = ["TimerWheel", "TimerWheelConfig", "summary_group_words", "timer_service_members",
+           "INSERT_LATENCY",
            "OVF_COUNT_WIDTH"]
 
 OVF_COUNT_WIDTH = 16
@@ -224,6 +225,21 @@ def summary_group_words(n_words: int, group_words: int | None = None) -> int:
     return group_words
 
 
+def timer_service_members(c) -> dict:
+    """The ports every timer service has (the wheel's and the calendar's, so that the engine
+    takes either): ``now``, ``ins`` {flow, gen, deadline}, ``pop`` {flow, gen, slot},
+    ``occupancy`` and ``max_occupancy``; each service adds its own statistics."""
+    ins = data.StructLayout({"flow": c.flow_bits, "gen": c.gen_bits, "deadline": c.time_width})
+    pop = data.StructLayout({"flow": c.flow_bits, "gen": c.gen_bits, "slot": c.slot_bits})
+    return {
+        "now": In(c.time_width),
+        "ins": In(stream.Signature(ins)),
+        "pop": Out(stream.Signature(pop)),
+        "occupancy": Out(c.occ_width),
+        "max_occupancy": Out(c.occ_width),
+    }
+
+
 class TimerWheel(wiring.Component):
     """``group_words`` (K, see :func:`summary_group_words`) only changes the structure of
     the summary, never the behaviour."""
@@ -231,15 +247,8 @@ class TimerWheel(wiring.Component):
     def __init__(self, config: TimerWheelConfig, *, group_words: int | None = None):
         self.config = c = config
         self.group_words = summary_group_words(c.n_words, group_words)
-        ins = data.StructLayout({"flow": c.flow_bits, "gen": c.gen_bits,
-                                 "deadline": c.time_width})
-        pop = data.StructLayout({"flow": c.flow_bits, "gen": c.gen_bits, "slot": c.slot_bits})
         super().__init__({
-            "now": In(c.time_width),
-            "ins": In(stream.Signature(ins)),
-            "pop": Out(stream.Signature(pop)),
-            "occupancy": Out(c.occ_width),
-            "max_occupancy": Out(c.occ_width),
+            **timer_service_members(c),
             "max_displacement": Out(c.slot_bits),
             "overflow": Out(1),
             "overflow_count": Out(OVF_COUNT_WIDTH),
