@@ -16,7 +16,7 @@ from hw.nic.timer_calendar import TimerCalendar
 from hw.nic.timer_calendar_config import INSERT_LATENCY, TimerCalendarConfig
 from hw.params import ConfigError
 from sim.models.timer_calendar import TimerCalendarModel
-from tests.streams import run_testbenches
+from tests.timer_harness import drive, random_seed
 
 IL = INSERT_LATENCY
 LONG = bool(os.environ.get("CC_LONG"))
@@ -31,12 +31,6 @@ CFG8 = TimerCalendarConfig(slots=64, horizon=40, flow_bits=3, gen_bits=2, time_w
 NAMES = ["occupancy", "max_occupancy", "max_lateness"]
 
 
-def _seed() -> int:
-    seed = int(os.environ.get("CC_SEED", random.randrange(1 << 30)))
-    print(f"CC_SEED={seed}")
-    return seed
-
-
 class Run:
     """Drive the DUT and the model with the same inputs; compare every output every cycle.
     ``source(cyc, now, run)`` returns None or (flow, gen, deadline); ``ready(cyc)`` the pop
@@ -48,45 +42,22 @@ class Run:
         self.pops: list[tuple[int, int, int, int]] = []
         self.sim = sim
 
-    def _step(self, cyc, mask):
-        now = cyc & mask
+    def _step(self, cyc, now):
         ins = self.source(cyc, now, self)
         rdy = bool(self.ready(cyc))
         exp = self.model.step(now, ins, rdy)
         if exp.pop_valid and rdy:
             self.pops.append((cyc, exp.pop_flow, exp.pop_gen, exp.pop_slot))
-        return now, ins, rdy, exp
+        return ins, rdy, exp
 
     def run(self):
         cfg = self.cfg
-        mask = (1 << cfg.time_width) - 1
-        if not self.sim:
+        if self.sim:
+            drive(TimerCalendar(cfg), self.cycles, cfg.time_width, self._step, NAMES)
+        else:
+            mask = (1 << cfg.time_width) - 1
             for cyc in range(self.cycles):
-                self._step(cyc, mask)
-            return self
-        dut = TimerCalendar(cfg)
-
-        async def bench(ctx):
-            for cyc in range(self.cycles):
-                now, ins, rdy, exp = self._step(cyc, mask)
-                ctx.set(dut.now, now)
-                ctx.set(dut.ins.valid, ins is not None)
-                if ins is not None:
-                    ctx.set(dut.ins.payload, {"flow": ins[0], "gen": ins[1],
-                                              "deadline": ins[2] & mask})
-                ctx.set(dut.pop.ready, rdy)
-                valid = ctx.get(dut.pop.valid)
-                assert valid == exp.pop_valid, (cyc, "pop.valid", valid, exp)
-                if valid:
-                    p = ctx.get(dut.pop.payload)
-                    got = (p.flow, p.gen, p.slot)
-                    assert got == (exp.pop_flow, exp.pop_gen, exp.pop_slot), (cyc, got, exp)
-                for n in NAMES:
-                    got = ctx.get(getattr(dut, n))
-                    assert got == getattr(exp, n), (cyc, n, got, exp)
-                await ctx.tick()
-
-        run_testbenches(dut, bench)
+                self._step(cyc, cyc & mask)
         return self
 
 
@@ -230,7 +201,7 @@ def test_slot_ring_and_time_wrap():
     (CFG, "hot", "bursts", 2500),
 ], ids=["spread-random", "hot-high", "spread8-bursts", "hot-bursts"])
 def test_random_rtl_equals_model(cfg, mode, pattern, cycles):
-    seed = _seed()
+    seed = random_seed()
     rng = random.Random(seed)
     if LONG:
         cycles = 100_000
@@ -242,7 +213,7 @@ def test_random_rtl_equals_model(cfg, mode, pattern, cycles):
 def test_model_properties_long():
     """The model alone (fast) over many cycles, against the rules: every entry pops with the
     target the insert rule gave it, never before its time, and in slot-time order."""
-    seed = _seed()
+    seed = random_seed()
     rng = random.Random(seed)
     cycles = 200_000 if LONG else 20_000
     for cfg, mode in ((CFG8, "hot"), (CFG, "spread")):

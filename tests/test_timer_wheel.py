@@ -19,6 +19,7 @@ from hw.nic.timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
 from hw.params import ConfigError
 from sim.models.timer_wheel import TimerWheelModel
 from tests.streams import run_testbenches
+from tests.timer_harness import drive, random_seed
 
 L = INSERT_LATENCY
 
@@ -40,12 +41,6 @@ CFG_L6 = dataclasses.replace(CFG, insert_latency=6)
 CFG4_L6 = dataclasses.replace(CFG4, insert_latency=6)
 
 
-def _seed() -> int:
-    seed = int(os.environ.get("CC_SEED", random.randrange(1 << 30)))
-    print(f"CC_SEED={seed}")
-    return seed
-
-
 class Run:
     """Drive the DUT and the model with the same inputs; compare every output every cycle.
 
@@ -62,48 +57,31 @@ class Run:
         self.outstanding = 0
         self.wbt_abs = 0
 
-    def run(self):
+    def _step(self, cyc, now):
         cfg, model = self.cfg, self.model
-        dut = TimerWheel(cfg, group_words=self.group_words)
-        mask = (1 << cfg.time_width) - 1
-        names = ["occupancy", "max_occupancy", "max_displacement", "overflow", "overflow_count"]
+        ins = self.source(cyc, now, self)
+        rdy = bool(self.ready(cyc))
+        if ins is not None:
+            self.outstanding += 1
+        wbt_pre, abs_pre = model.wbt, self.wbt_abs
+        exp = model.step(now, ins, rdy)
+        if model.wbt != wbt_pre:
+            self.wbt_abs += cfg.word_bits
+        if exp.pop_valid and rdy:
+            self.pops.append((cyc, exp.pop_flow, exp.pop_gen, exp.pop_slot))
+            self.outstanding -= 1
+        if model.last_decision is not None:
+            fl, ge, tgt, slot, d = model.last_decision
+            # absolute slot time: at or after the cursor, within the window
+            t_abs = abs_pre + ((tgt + d - wbt_pre) & ((1 << cfg.time_width) - 1))
+            self.decisions.append((cyc, fl, ge, tgt, slot, d, t_abs))
+        return ins, rdy, exp
 
-        async def bench(ctx):
-            for cyc in range(self.cycles):
-                now = cyc & mask
-                ins = self.source(cyc, now, self)
-                rdy = bool(self.ready(cyc))
-                ctx.set(dut.now, now)
-                ctx.set(dut.ins.valid, ins is not None)
-                if ins is not None:
-                    ctx.set(dut.ins.payload, {"flow": ins[0], "gen": ins[1],
-                                              "deadline": ins[2] & mask})
-                    self.outstanding += 1
-                ctx.set(dut.pop.ready, rdy)
-                wbt_pre, abs_pre = model.wbt, self.wbt_abs
-                exp = model.step(now, ins, rdy)
-                if model.wbt != wbt_pre:
-                    self.wbt_abs += cfg.word_bits
-                valid = ctx.get(dut.pop.valid)
-                assert valid == exp.pop_valid, (cyc, "pop.valid", valid, exp)
-                if valid:
-                    p = ctx.get(dut.pop.payload)
-                    got = (p.flow, p.gen, p.slot)
-                    assert got == (exp.pop_flow, exp.pop_gen, exp.pop_slot), (cyc, got, exp)
-                    if rdy:
-                        self.pops.append((cyc, *got))
-                        self.outstanding -= 1
-                for n in names:
-                    got = ctx.get(getattr(dut, n))
-                    assert got == getattr(exp, n), (cyc, n, got, exp)
-                if model.last_decision is not None:
-                    fl, ge, tgt, slot, d = model.last_decision
-                    # absolute slot time: at or after the cursor, within the window
-                    t_abs = abs_pre + ((tgt + d - wbt_pre) & mask)
-                    self.decisions.append((cyc, fl, ge, tgt, slot, d, t_abs))
-                await ctx.tick()
-
-        run_testbenches(dut, bench)
+    def run(self):
+        cfg = self.cfg
+        drive(TimerWheel(cfg, group_words=self.group_words), self.cycles, cfg.time_width,
+              self._step, ["occupancy", "max_occupancy", "max_displacement", "overflow",
+                           "overflow_count"])
         assert not self.model.overflow
         return self
 
@@ -507,7 +485,7 @@ def test_search_right_after_a_leave_l6(group_words, gap):
          "B4-K2-L5", "B4-L6"] + (["B16-L6"] if os.environ.get("CC_LONG") == "1" else []))
 def test_random_long_run(cfg, group_words, div, cycles):
     L = cfg.latency
-    seed = _seed()
+    seed = random_seed()
     rng = random.Random(seed)
     if os.environ.get("CC_LONG") == "1":
         cycles = 100_000 // div
@@ -565,7 +543,7 @@ def test_model_slot_choice_property(cfg):
     """The model's decisions against a sorted list of the absolute times of the entries in
     the wheel: the slot is the first time >= target not in the list; pops leave in time
     order, each at or after its slot time, and each pops once."""
-    seed = _seed()
+    seed = random_seed()
     rng = random.Random(seed)
     m = TimerWheelModel(cfg)
     W, mask, H = cfg.time_width, (1 << cfg.time_width) - 1, cfg.horizon
