@@ -26,7 +26,7 @@ from .timer_wheel_config import INSERT_LATENCY
 __all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "CALENDAR_STATS",
            "timer_stats", "engine_layouts",
            "late_bucket", "PIPE_DEPTH", "REEVAL",
-           "WHEEL_MARGIN", "MAX_ENTRIES", "pipe_depth", "reeval", "wheel_margin",
+           "WHEEL_MARGIN", "MAX_ENTRIES", "next_gen", "pipe_depth", "reeval", "wheel_margin",
            "check_wheel_margin"]
 
 
@@ -91,9 +91,22 @@ def check_wheel_margin(config: FlowEngineConfig, latency: int) -> None:
 PIPE_DEPTH = pipe_depth(1)
 REEVAL = reeval(1)
 WHEEL_MARGIN = wheel_margin(1)
-#: Wheel entries one flow may have at once (one live, the others stale): 4 = the 2-bit
-#: generation space, so generations never alias.
+#: Timer entries one flow may have at once (one live, the others stale): 4 = the 2-bit
+#: generation space.  Entries pop in deadline order, not generation order, so the engine keeps
+#: a per-flow mask of the generations queued (``q_mask``) and gives a new entry a generation
+#: that is not queued: the ids {flow, gen} in the timer service are always distinct.
 MAX_ENTRIES = 4
+
+
+def next_gen(gen: int, queued: int) -> int:
+    """The generation of a new entry: the first of ``gen`` + 1, + 2, + 3, ``gen`` (mod 4) whose
+    bit in ``queued`` (the flow's queued generations, after this event's pop) is clear.  (The
+    RTL's rule, for the model and the tests; the caller checks ``queued != 0b1111``.)"""
+    for k in (1, 2, 3, 0):
+        g = (gen + k) & 3
+        if not queued >> g & 1:
+            return g
+    raise AssertionError("no free generation")
 
 
 def late_bucket(late: int) -> int:
@@ -111,7 +124,7 @@ def engine_layouts(cfg: FlowEngineConfig, dp: FlowDatapath) -> dict:
     value_width = max(f.width for _, f in fields)
     field_width = max(1, (len(fields) - 1).bit_length())
     word = data.StructLayout({"algo": dp.state_layout, "en": 1, "q_valid": 1, "q_gen": 2,
-                              "q_cnt": 3,
+                              "q_mask": MAX_ENTRIES,
                               "q_dl": W})
     return {
         "word": word,
@@ -291,8 +304,8 @@ class FlowEngine(wiring.Component):
         # a pop removes its own before it may insert one), so the wheel cannot overflow
         # The calendar needs no such check: it cannot overflow (a slot's list is unbounded) and
         # its link RAM has a word for every id {flow, gen} (4 x n_flows); the engine itself
-        # keeps at most MAX_ENTRIES = 4 entries per flow (q_cnt, below), so the ids in the
-        # calendar are always distinct, whatever the traffic.
+        # keeps at most MAX_ENTRIES = 4 entries per flow, each with a generation not queued
+        # (q_mask, below), so the ids in the calendar are always distinct, whatever the traffic.
         if cfg.timer == "calendar":
             room = Const(1)
         else:
@@ -469,10 +482,18 @@ class FlowEngine(wiring.Component):
         is_pop = s3_ev.src == Src.TIMER
         own_pop = named_wire(m, "own_pop", is_pop & q_in.q_valid & (q_in.q_gen == s3_ev.gen))
         q_valid1 = q_in.q_valid & ~own_pop
-        # entries of this flow in the wheel, this pop's (own or stale) no longer counted; at most
-        # MAX_ENTRIES, so their 2-bit generations are all distinct: a stale pop is never
-        # mistaken for the live one
-        q_cnt1 = named_wire(m, "q_cnt1", q_in.q_cnt - is_pop, width=3)
+        # the generations of this flow queued in the timer service, this pop's (own or stale)
+        # no longer queued.  A new entry takes a generation not queued (the first free of
+        # q_gen + 1, + 2, + 3, q_gen): the ids are distinct, so a stale pop is never mistaken
+        # for the live one.  (Entries pop in deadline order, not generation order: q_gen + 1
+        # alone could be the generation of a stale entry still queued.)
+        popped = named_wire(m, "popped", Mux(is_pop, Const(1, MAX_ENTRIES) << s3_ev.gen, 0),
+                            width=MAX_ENTRIES)
+        q_mask1 = named_wire(m, "q_mask1", q_in.q_mask & ~popped, width=MAX_ENTRIES)
+        full = named_wire(m, "full", q_mask1 == (1 << MAX_ENTRIES) - 1)
+        free = [~q_mask1.bit_select((q_in.q_gen + k)[:2], 1) for k in range(1, 4)]     # mod 4
+        new_gen = named_wire(m, "new_gen", q_in.q_gen + Mux(free[0], 1, Mux(free[1], 2,
+                                                              Mux(free[2], 3, 0))), width=2)
         force = named_wire(m, "force", (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.WRITE))
         # The live entry (pop time q_dl) serves the flow's earliest deadline (wake) if it pops
         # at wake, or early enough (q_dl + REEVAL <= wake) that the re-evaluation it triggers
@@ -510,7 +531,7 @@ class FlowEngine(wiring.Component):
                 flags.append((e_r, c_r))
         earlier = select([f[0] for f in flags], "earlier")
         close = select([f[1] for f in flags], "close")
-        ins = named_wire(m, "ins", s3_valid & (q_cnt1 != MAX_ENTRIES)
+        ins = named_wire(m, "ins", s3_valid & ~full
                          & (force | (s3_wake_valid & (~q_valid1 | earlier | close))))
         target = named_wire(m, "target", Mux(force, s3_t, wake), width=W)
         # The wheel places an entry no earlier than INSERT_LATENCY cycles after its insert (this
@@ -529,11 +550,12 @@ class FlowEngine(wiring.Component):
         word_w = Signal(word_lay)
         m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en)]
         with m.If(ins):
-            m.d.comb += [word_w.q_valid.eq(1), word_w.q_gen.eq(q_in.q_gen + 1),
-                         word_w.q_dl.eq(placed), word_w.q_cnt.eq(q_cnt1 + 1)]
+            m.d.comb += [word_w.q_valid.eq(1), word_w.q_gen.eq(new_gen),
+                         word_w.q_dl.eq(placed),
+                         word_w.q_mask.eq(q_mask1 | (Const(1, MAX_ENTRIES) << new_gen))]
         with m.Else():
             m.d.comb += [word_w.q_valid.eq(q_valid1), word_w.q_gen.eq(q_in.q_gen),
-                         word_w.q_dl.eq(q_in.q_dl), word_w.q_cnt.eq(q_cnt1)]
+                         word_w.q_dl.eq(q_in.q_dl), word_w.q_mask.eq(q_mask1)]
         m.d.comb += [
             wheel.ins.valid.eq(ins),
             wheel.ins.payload.flow.eq(s3_ev.flow),
@@ -553,12 +575,12 @@ class FlowEngine(wiring.Component):
             if k in wv:
                 m.d.sync += [wv[k].eq(wv[k - 1]), wflow[k].eq(wflow[k - 1])]
         # A READ's response is the word it writes back, but a READ never inserts (it is a CTL
-        # operation other than WRITE, and not a pop: ins = 0, q_cnt and q_valid unchanged), so
-        # its wheel fields are q_in's: the rd FIFO's data does not wait for the insert decision
+        # operation other than WRITE, and not a pop: ins = 0, q_mask and q_valid unchanged), so
+        # its timer fields are q_in's: the rd FIFO's data does not wait for the insert decision
         rd_word = Signal(word_lay)
         m.d.comb += [rd_word.algo.eq(s3_algo), rd_word.en.eq(s3_en),
                      rd_word.q_valid.eq(q_in.q_valid), rd_word.q_gen.eq(q_in.q_gen),
-                     rd_word.q_dl.eq(q_in.q_dl), rd_word.q_cnt.eq(q_in.q_cnt)]
+                     rd_word.q_dl.eq(q_in.q_dl), rd_word.q_mask.eq(q_in.q_mask)]
         new_rate = s3_algo[dp.rate_field]
         rate_out = Signal(lay["rate"])
         rd_out = Signal(lay["rd"])

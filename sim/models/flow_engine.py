@@ -28,6 +28,7 @@ from hw.nic.flow_engine import (
     check_wheel_margin,
     engine_layouts,
     late_bucket,
+    next_gen,
     pipe_depth,
     reeval,
     timer_stats,
@@ -52,10 +53,15 @@ class EngineOut:
 
 
 class _Flow:
-    __slots__ = ("algo", "en", "q_valid", "q_gen", "q_cnt", "q_dl")
+    __slots__ = ("algo", "en", "q_valid", "q_gen", "q_mask", "q_dl")
 
     def __init__(self, algo):
-        self.algo, self.en, self.q_valid, self.q_gen, self.q_cnt, self.q_dl = algo, 0, 0, 0, 0, 0
+        self.algo, self.en, self.q_valid, self.q_gen, self.q_mask, self.q_dl = algo, 0, 0, 0, 0, 0
+
+    @property
+    def q_cnt(self) -> int:
+        """The flow's entries in the timer service, live and stale."""
+        return bin(self.q_mask).count("1")
 
 
 class FlowEngineModel:
@@ -114,14 +120,13 @@ class FlowEngineModel:
             algo |= f.algo[name] << off
         o = self._word_offsets
         return (algo << o["algo"][0] | f.en << o["en"][0] | f.q_valid << o["q_valid"][0]
-                | f.q_gen << o["q_gen"][0] | f.q_cnt << o["q_cnt"][0] | f.q_dl << o["q_dl"][0])
+                | f.q_gen << o["q_gen"][0] | f.q_mask << o["q_mask"][0] | f.q_dl << o["q_dl"][0])
 
     def state(self, flow: int) -> dict:
         """A flow's state now (after every issued event): algorithm fields and core fields."""
         f = self.flows[flow]
         return {"algo": dict(f.algo), "en": f.en, "q_valid": f.q_valid, "q_gen": f.q_gen,
-                "q_cnt": f.q_cnt,
-                "q_dl": f.q_dl}
+                "q_mask": f.q_mask, "q_dl": f.q_dl}
 
     def busy(self) -> bool:
         return any(a is not None for a in self.pipe) or bool(self.rate_fifo or self.rd_fifo)
@@ -255,8 +260,8 @@ class FlowEngineModel:
         own_pop = src == Src.TIMER and f.q_valid and f.q_gen == gen
         q_valid1 = f.q_valid and not own_pop
         if src == Src.TIMER:
-            f.q_cnt -= 1
-            assert f.q_cnt >= 0, "a pop of a flow with no entry in the wheel"
+            assert f.q_mask >> gen & 1, f"a pop of flow {flow}'s generation {gen}, not queued"
+            f.q_mask &= ~(1 << gen)
         ins = None
         W, mask = self.W, self.mask
         earlier = close = False
@@ -264,16 +269,16 @@ class FlowEngineModel:
             earlier = not time_le_int(f.q_dl, wake, W)
             close = (not earlier and wake != f.q_dl
                      and not time_le_int((f.q_dl + self.reeval) & mask, wake, W))
-        if f.q_cnt != MAX_ENTRIES and (force or (wake is not None
+        if f.q_mask != (1 << MAX_ENTRIES) - 1 and (force or (wake is not None
                                                  and (not q_valid1 or earlier or close))):
             target = t if force else wake
-            f.q_gen = (f.q_gen + 1) & 3
+            f.q_gen = next_gen(f.q_gen, f.q_mask)
             f.q_valid = 1
             # the wheel places it no earlier than its insert latency after the insert
             # (write-back)
             soonest = (t + pipe_depth(self.latency) + self.insert_latency) & mask
             f.q_dl = target if time_le_int(soonest, target, W) else soonest
-            f.q_cnt += 1
+            f.q_mask |= 1 << f.q_gen
             ins = (flow, f.q_gen, target)
         else:
             f.q_valid = int(q_valid1)

@@ -77,15 +77,14 @@ in the cursor's word sum to at most ``LAG_MAX``; every live bit within ``AHEAD_M
 of the cursor; the inserts in flight between ``insert_latency - 2`` and the horizon after
 ``now``), "engine" (nothing before the init sweep ends; every pop taken at once; no insert
 overflows; drained FIFOs hold at most one record) and "entries" (per flow, the table's
-``q_cnt`` = its entries: live bits whose slot RAM word names it, the wheel's insert
-stages and pop register, the pops in the pipeline; at most 4; the write-back stage's
+``q_mask`` bit g = its entries of generation g: live bits whose slot RAM word names it, the
+wheel's insert stages and pop register, the pops in the pipeline; ``q_valid`` = the live
+generation's bit; the write-back stage's
 wheel fields, its forwarding selects and sources, and the modify stage's RAM word equal
 the table's newest word).  ``INVARIANTS`` (those alone) and ``LATENESS_INDUCTION`` (with
 the bound) are ``mode="prove"`` properties outside ``PROPERTIES``; docs/verification.md
 ("Flow engine") has where the induction stands.  Not written: the reference equals the
-table word with the events in flight applied; the generations of a flow's entries are
-distinct and older ones pop first (``GEN_INVARIANTS``: distinctness alone is not
-inductive); the live entry's slot against the flow's deadline (the lateness argument
+table word with the events in flight applied; the live entry's slot against the flow's deadline (the lateness argument
 itself).
 
 Configuration: 2 flows, 10-bit time, the toy with a 4-bit rate (max 9, step 3: the rate
@@ -152,7 +151,6 @@ def small_engine(latency: int = 1):
 #: bounds of the induction's invariants (cursor lag, entries ahead of the cursor's word)
 LAG_MAX = 7
 AHEAD_MAX = 40
-GEN_INVARIANTS = False
 #: the invariants' groups asserted (all of them for the proof; subsets to find which hold)
 INVARIANT_GROUPS = ("wheel", "bounds", "engine", "entries")
 
@@ -542,7 +540,7 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
             # the write-back stage's wheel fields are the table's
             q_in = data.View(word_lay, E["q_in"])
             for f in range(N):
-                for fld in ("q_valid", "q_gen", "q_cnt", "q_dl"):
+                for fld in ("q_valid", "q_gen", "q_mask", "q_dl"):
                     inv.append((f"q_in{f}_{fld}", ~(sv[WB] & (sev[WB].flow == f))
                                 | (q_in[fld] == table[f][fld])))
             # every entry of a flow: a live bit of the wheel (its slot RAM word), the wheel's
@@ -561,17 +559,16 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
                 mine = [Signal(name=f"inv_ent{f}_{j}") for j in range(len(ents))]
                 for j, (v, fl, _) in enumerate(ents):
                     m.d.comb += mine[j].eq(v & (fl == f))
-                n_f = Signal(range(len(ents) + 1), name=f"inv_n{f}")
-                m.d.comb += n_f.eq(sum(mine))
                 t = table[f]
-                inv.append((f"count{f}", n_f == t.q_cnt))
-                inv.append((f"count{f}_max", t.q_cnt <= 4))
-                if GEN_INVARIANTS:
-                    for g in range(4):
-                        n_g = sum(mine[j] & (ents[j][2] == g) for j in range(len(ents)))
-                        inv.append((f"gen{f}_{g}", n_g <= 1))
-                    n_live = sum(mine[j] & (ents[j][2] == t.q_gen) for j in range(len(ents)))
-                    inv.append((f"live{f}", ~t.q_valid | (n_live == 1)))
+                # per generation: its entries are exactly the table's q_mask bit (so a flow's
+                # entries have distinct generations, at most 4), and the live generation is
+                # queued exactly when q_valid
+                for g in range(4):
+                    n_g = Signal(range(len(ents) + 1), name=f"inv_n{f}_{g}")
+                    m.d.comb += n_g.eq(sum(mine[j] & (ents[j][2] == g)
+                                           for j in range(len(ents))))
+                    inv.append((f"count{f}_{g}", n_g == t.q_mask[g]))
+                inv.append((f"live{f}", t.q_valid == t.q_mask.bit_select(t.q_gen, 1)))
             # the cursor lags now by a few slots at most, and every entry is a few slots ahead
             inv.append(("lag_max", lag1 <= LAG_MAX))
             # the cursor keeps pace: it lags only by the pops still to make in its word
