@@ -84,8 +84,8 @@ wheel fields, its forwarding selects and sources, and the modify stage's RAM wor
 the table's newest word).  ``INVARIANTS`` (those alone) and ``LATENESS_INDUCTION`` (with
 the bound) are ``mode="prove"`` properties outside ``PROPERTIES``; docs/verification.md
 ("Flow engine") has where the induction stands.  Not written: the reference equals the
-table word with the events in flight applied; the live entry's slot against the flow's deadline (the lateness argument
-itself).
+table word with the events in flight applied; the live entry's slot against the flow's
+deadline (the lateness argument itself).
 
 Configuration: 2 flows, 10-bit time, the toy with a 4-bit rate (max 9, step 3: the rate
 saturates and halves within a few events) and a period of ``reeval`` = 7 cycles (the
