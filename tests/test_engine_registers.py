@@ -91,3 +91,26 @@ def test_read_back_through_the_wrapper(make):
         await read_all(ctx, "after writes")
 
     run_testbenches(dut, bench)
+
+
+def test_every_engine_map_names_its_timer_services_statistics():
+    """Each engine configuration passes its timer service to its register map: with the
+    calendar the statistic after the histogram's second is MAX_LATENESS (the wheel's
+    MAX_DISPLACEMENT), at the same address; checked on every engine configuration class."""
+    from hw.nic.dcqcn_engine import DcqcnEngineConfig
+    from hw.nic.flow_engine import COUNTERS, LATE_BUCKETS
+    from hw.nic.ldcp_engine import LdcpEngineConfig
+    from hw.nic.ldcp_rx_engine import LdcpRxEngineConfig
+    from hw.nic.ldcp_tx_engine import LdcpTxEngineConfig
+    from hw.nic.pacer_config import PacerConfig
+    from hw.nic.qcn_engine import QcnEngineConfig
+    from hw.nic.swift_engine import SwiftEngineConfig
+    from hw.nic.timely_engine import TimelyEngineConfig
+    addr = COUNTER_BASE + len(COUNTERS) + len(LATE_BUCKETS) + 2
+    for cls in (DcqcnEngineConfig, QcnEngineConfig, TimelyEngineConfig, SwiftEngineConfig,
+                LdcpEngineConfig, LdcpTxEngineConfig, LdcpRxEngineConfig, PacerConfig):
+        base = cls()
+        for timer, name in (("wheel", "MAX_DISPLACEMENT"), ("calendar", "MAX_LATENESS")):
+            cfg = base.replace(engine=base.engine.replace(timer=timer, n_flows=16))
+            regmap = cfg.register_map("e")
+            assert regmap.addr(name) == addr, (cls.__name__, timer)

@@ -399,6 +399,39 @@ def test_lateness_zero_with_distinct_deadlines(kw, events, seed):
     h.simulate(body)
 
 
+def test_credits_stop_at_fifo_depth():
+    """The output credits at their bound (out_fifo_depth D = 5, by hand): with ``rd`` held,
+    exactly D READs are taken (the FIFO's D records), the rest wait; with ``rate`` held,
+    exactly D rate-changing CNs (each writes a record: the toy halves the rate, 1000 -> 500
+    -> ... changes 10 times).  Then released, everything comes out; every cycle equals the
+    model, and a credit one too generous would take a sixth event (and lose its record)."""
+    h = Harness(small_config())
+    D = h.cfg.out_fifo_depth
+
+    async def body(ctx):
+        await h.wait_ready(ctx)
+        h.start_all()
+        await h.drain(ctx)
+        h.p_rd_ready = 0.0
+        h.queues["ctl"] += [(f, CtlOp.READ, 0, 0) for f in range(8)]
+        await h.run(ctx, 30)
+        assert len(h.taken["ctl"]) == 16 + D and len(h.queues["ctl"]) == 8 - D
+        h.p_rd_ready = 1.0
+        await h.drain(ctx)
+        assert len(h.rds) == 8
+        n_rates = len(h.rates)
+        h.p_rate_ready = 0.0
+        h.queues["cn"] += [(0, 0)] * 10
+        await h.run(ctx, 30)
+        assert len(h.taken["cn"]) == D and len(h.queues["cn"]) == 10 - D
+        h.p_rate_ready = 1.0
+        await h.run(ctx, 30)
+        assert not h.queues["cn"]
+        assert [r for _, f, r in h.rates[n_rates:] if f == 0][:10] == [
+            500, 250, 125, 63, 32, 16, 8, 4, 2, 1]
+    h.simulate(body)
+
+
 def test_throughput_one_event_per_clock():
     """Saturated inputs (TX always offered, hot flow half the time) and outputs always ready:
     after the init sweep an event issues every cycle (events / cycles = 1.0)."""

@@ -167,11 +167,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "length = Mux(carried < MIN_FRAME_BYTES - CNM_HEADER_BYTES, MIN_FRAME_BYTES,", "< -> <="):
         "at carried == MIN_FRAME_BYTES - CNM_HEADER_BYTES the other arm, CNM_HEADER_BYTES + "
         "carried, is MIN_FRAME_BYTES",
-    ("hw/nic/ldcp_tx_engine.py",
-     'valid=None if valid is None else delayed(m, valid, A - 1, "tx_valid"),', "1 -> 2"):
-        "in LdcpWindowDatapath this valid only feeds its o_valid shift chain (no stage is "
-        "gated by it), and the engine's window part reads o.cw, never o_valid: a chain one "
-        "register longer drives nothing that is observed",
     ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
         "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
         "GRAD_FRAC + 4 = 20 kept bits",

@@ -288,7 +288,7 @@ class DcqcnEngineConfig(BlockConfig):
         return engine_register_map(
             name, DcqcnDatapath(self.rp, self.engine.time_width, pipelined=self.pipelined),
             "DCQE", f"DCQCN reaction point engine, {self.engine.n_flows} flows",
-            RP_REGISTER_DESC, flows=self.engine.n_flows)
+            RP_REGISTER_DESC, flows=self.engine.n_flows, timer=self.engine.timer)
 
     @classmethod
     def for_flows(cls, n_flows: int, **rp) -> DcqcnEngineConfig:

@@ -151,6 +151,11 @@ class ToyDatapath(FlowDatapath):
     - TIMER: nothing more.
 
     Registers: ``period`` (cycles, 1 ... 2**(W-2) - 1), ``step``, ``max_rate``.
+
+    Latency: ``latency`` cycles (default 1).  Above 1 its inputs are registered first, the
+    update computed in the second cycle and its result delayed by the rest, so that the
+    engine's multi-cycle modify stage is exercised and an Fmax measurement of the engine
+    (``tools.engine_fmax``) shows the engine's paths rather than the toy's.
     """
 
     name = "toy"
@@ -179,6 +184,19 @@ class ToyDatapath(FlowDatapath):
 
     def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre, valid=None) -> DatapathOut:
         W = self.time_width
+        d = self.latency - 1
+        if d:
+            # latency > 1: the inputs registered first, so that the engine's forwarding
+            # multiplexer and the update are in different cycles (the engine's own paths, not
+            # the toy's, are then what an Fmax measurement of the engine shows)
+            def reg(v, name):
+                r = Signal.like(v, name=f"toy_in_{name}")
+                m.d.sync += r.eq(v)
+                return r
+            state, kind, tx_bytes, cn, t = (reg(state, "state"), reg(kind, "kind"),
+                                            reg(tx_bytes, "bytes"), reg(cn, "cn"), reg(t, "t"))
+            pre = {"restart": reg(pre["restart"], "restart")}
+            d -= 1
         s = state
         nxt = Signal(self.state_layout, name="toy_next")
         m.d.comb += nxt.eq(s)
@@ -202,8 +220,7 @@ class ToyDatapath(FlowDatapath):
             m.d.comb += nxt.rate.eq(rate1 - (rate1 >> (cn.fb[0:2] + 1)))
             m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
         # latency > 1 (to test the engine's multi-cycle modify stage): the same update, its
-        # result delayed by latency - 1 cycles
-        d = self.latency - 1
+        # result delayed by the latency's remaining latency - 2 cycles
         return DatapathOut(next_state=delayed(m, nxt, d, "toy_next"),
                            wake_valid=delayed(m, nxt.armed, d, "toy_wv"),
                            wake=delayed(m, nxt.dl, d, "toy_wake"),

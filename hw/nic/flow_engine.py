@@ -275,14 +275,15 @@ class FlowEngine(wiring.Component):
             return sev[k].flow if k <= WB else wflow[k]
 
         # -- arbiter (stage 0): timer pop > ctl > cn > tx ---------------------------------------
-        inflight = sum(sv[k] for k in range(1, WB + 1))
-
-        def is_read(valid, ev):
-            return valid & (ev.src == Src.CTL) & (ev.op == CtlOp.READ)
-
-        rd_inflight = sum(is_read(sv[k], sev[k]) for k in range(1, WB + 1))
-        rate_ok = named_wire(m, "rate_ok", rate_fifo.level + inflight < D)
-        rd_ok = named_wire(m, "rd_ok", rd_fifo.level + rd_inflight < D)
+        # The credits: room for every record in flight, level + in flight < D (in flight: the
+        # events in stages 1 ... WB; for rd, the READs among them).  Kept as
+        # registers updated by what changes them (an issue adds one, a record read from the
+        # FIFO or an event leaving write-back without a record removes one), exactly equal to
+        # the sums, so the arbiter starts from a flip-flop instead of a popcount, an adder and a
+        # compare (the L = 4 engine's critical path, into the table's read address, before).
+        rate_ok, rd_ok = Signal(name="rate_ok", init=1), Signal(name="rd_ok", init=1)
+        rate_total = Signal(range(D + WB + 2), name="rate_total")
+        rd_total = Signal(range(D + WB + 2), name="rd_total")
         go = named_wire(m, "go", ready & ~self.csr_w.valid & rate_ok)
 
         # A datapath of latency L > 1 has no one-cycle loop: a flow's next event may issue only
@@ -341,6 +342,7 @@ class FlowEngine(wiring.Component):
             m.d.comb += [issue.src.eq(Src.TX), issue.flow.eq(self.tx.payload.flow),
                          issue.bytes.eq(self.tx.payload.bytes)]
         took = take_pop | take_ctl | take_cn | take_tx
+        took_read = named_wire(m, "took_read", take_ctl & (self.ctl.payload.op == CtlOp.READ))
         m.d.sync += [sv[1].eq(took), sev[1].eq(issue), st_t[1].eq(now)]
         m.d.comb += table.r_addr.eq(issue.flow[:AW] if AW else 0)
 
@@ -591,6 +593,17 @@ class FlowEngine(wiring.Component):
             rd_fifo.w_data.eq(rd_out),
             rd_fifo.w_en.eq(s3_valid & (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.READ)),
         ]
+
+        # -- the credits' next values (above): this cycle's issue in, reads and silent
+        # write-backs out; ok compares against D - 1 when this cycle issues, so the late
+        # arbiter result only selects between two compares made from registers
+        rate_base = named_wire(m, "rate_base", rate_total - (self.rate.ready & rate_fifo.r_rdy)
+                               - (s3_valid & ~rate_fifo.w_en), width=len(rate_total))
+        rd_base = named_wire(m, "rd_base", rd_total - (self.rd.ready & rd_fifo.r_rdy),
+                             width=len(rd_total))
+        m.d.sync += [rate_total.eq(rate_base + took), rd_total.eq(rd_base + took_read),
+                     rate_ok.eq(Mux(took, rate_base < D - 1, rate_base < D)),
+                     rd_ok.eq(Mux(took_read, rd_base < D - 1, rd_base < D))]
 
         # -- counters ---------------------------------------------------------------------------
         top = (1 << CSR_DATA_WIDTH) - 1

@@ -167,7 +167,8 @@ class LdcpEngineConfig(BlockConfig):
         from .engine_regs import engine_register_map
         return engine_register_map(name, LdcpDatapath(self), "LDCE",
                                    f"LDCP window engine, {self.engine.n_flows} flows",
-                                   flows=self.engine.n_flows)
+                                   flows=self.engine.n_flows,
+                                   timer=self.engine.timer)
 
 
 def ldcp_state_layout(cfg: LdcpEngineConfig) -> data.StructLayout:

@@ -85,7 +85,8 @@ class LdcpRxEngineConfig(BlockConfig):
         from .engine_regs import engine_register_map
         return engine_register_map(name, LdcpRxDatapath(self), "LDRE",
                                    f"LDCP receiver engine, {self.engine.n_flows} flows",
-                                   flows=self.engine.n_flows)
+                                   flows=self.engine.n_flows,
+                                   timer=self.engine.timer)
 
 
 def ldcp_rx_state_layout(cfg: LdcpRxEngineConfig) -> data.StructLayout:

@@ -119,7 +119,8 @@ class LdcpTxEngineConfig(BlockConfig):
         from .engine_regs import engine_register_map
         return engine_register_map(name, LdcpTxDatapath(self), "LDTE",
                                    f"LDCP sender engine, {self.engine.n_flows} flows",
-                                   flows=self.engine.n_flows)
+                                   flows=self.engine.n_flows,
+                                   timer=self.engine.timer)
 
 
 def ldcp_tx_state_layout(cfg: LdcpTxEngineConfig) -> data.StructLayout:
@@ -298,7 +299,8 @@ class LdcpTxDatapath(LdcpDatapath):
             n_marked=at(Mux(win_ack & a.ece, a.n, 0), 2, A, "nm"),
             n_unmarked=at(Mux(win_ack & ~a.ece, a.n, 0), 2, A, "nu"),
             t=at(t2, 2, A, "t_w"), regs=regs,
-            valid=None if valid is None else delayed(m, valid, A - 1, "tx_valid"),
+            # (no valid: in the window datapath it only feeds an output-valid chain that the
+            # window part never reads)
             off=A - 1, load=q["load"], load_value=q["load_v"], enable=enable_l)
         WIN = wp.win_at
         assert WIN + 2 <= L

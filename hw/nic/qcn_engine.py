@@ -347,7 +347,7 @@ class QcnEngineConfig(BlockConfig):
         return engine_register_map(
             name, QcnDatapath(self.rp, self.engine.time_width, latency=self.latency), "QCNE",
             f"QCN reaction point engine, {self.engine.n_flows} flows", desc,
-            flows=self.engine.n_flows)
+            flows=self.engine.n_flows, timer=self.engine.timer)
 
     @classmethod
     def for_flows(cls, n_flows: int, **rp) -> QcnEngineConfig:

@@ -403,7 +403,7 @@ class SwiftEngineConfig(BlockConfig):
         return engine_register_map(
             name, SwiftDatapath(self.swift, self.engine.time_width, pipelined=self.pipelined),
             "SWFE", f"Swift window engine, {self.engine.n_flows} flows",
-            flows=self.engine.n_flows)
+            flows=self.engine.n_flows, timer=self.engine.timer)
 
     @classmethod
     def for_flows(cls, n_flows: int, **swift) -> SwiftEngineConfig:

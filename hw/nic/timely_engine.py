@@ -370,7 +370,7 @@ class TimelyEngineConfig(BlockConfig):
         return engine_register_map(
             name, TimelyDatapath(self.timely, self.engine.time_width, pipelined=self.pipelined),
             "TMLE", f"TIMELY rate engine, {self.engine.n_flows} flows",
-            flows=self.engine.n_flows)
+            flows=self.engine.n_flows, timer=self.engine.timer)
 
     @classmethod
     def for_flows(cls, n_flows: int, **timely) -> TimelyEngineConfig:
