@@ -966,6 +966,27 @@ def test_byte_update_corners_against_model():
                  run_pipelined)
 
 
+def test_report_on_a_written_waiting_unarmed_flow():
+    """A state only a ctl WRITE makes: ``wait`` = 1 with ``armed`` = 0 (byte mode).  A TX of 2
+    packets carrying a size report of 100 at t = 1000: the report clears ``wait`` (``last``
+    := 100), then the enqueue arms the flow as an idle one, at t (biased: 1000 + 1 - 2**-16),
+    which is due, so the event grants at once (lateness 0): backlog 2 - 1 = 1, grants 1,
+    and the grant waits for its own size report (``wait`` = 1, no wake).  Derived by hand
+    from the rules in docs/pacer.md; both update builds."""
+    from hw.nic.flow_datapath import EventKind as MK
+    for cycles in (2, 1):
+        cfg = small(byte_mode=True, cycles=cycles)
+        dp = PacerDatapath(cfg)
+        state = {"grants": 0, "backlog": 0, "armed": 0, "next": (500 << F) | 0x1234,
+                 "ival": q(3), "bytes": 1, "wait": 1, "last": 7}
+        regs = {"ival_init": 0, "burst": 1000, "wc": 0, "bytes_init": 1}
+        [(nxt, wake, expired, late, _)] = run_pipelined(
+            dp, [(regs, state, MK.TX, report(100, 2), 1000)])
+        assert nxt == {"grants": 1, "backlog": 1, "armed": 1, "next": (1000 << F) | 0xFFFF,
+                       "ival": q(3), "bytes": 1, "wait": 1, "last": 100}, (cycles, nxt)
+        assert (wake, expired, late) == (None, 1, 0), cycles
+
+
 def _corners(cfg, count, MK, run):
     dp = PacerDatapath(cfg)
     model = PacerDatapathModel(dp)
@@ -1000,9 +1021,12 @@ def _corners(cfg, count, MK, run):
         if cfg.byte_mode:
             size_max = (1 << cfg.size_width) - 1
             # (``wait`` is set by a grant of an armed byte-mode flow and the flow stays armed
-            # until its report: wait => armed and bytes; only a ctl WRITE makes other states)
-            wait = rng.choice([0, 0, 1]) if state["armed"] else 0
-            state.update(bytes=1 if wait else rng.randrange(2), wait=wait,
+            # until its report: wait => armed and bytes; a ctl WRITE makes any other
+            # combination, which are drawn too: wait without armed, wait in packet mode)
+            wait = rng.choice([0, 0, 1])
+            state.update(bytes=rng.randrange(2) if rng.random() < 0.3 else (1 if wait else
+                                                                            rng.randrange(2)),
+                         wait=wait,
                          last=rng.choice([0, 1, size_max, rng.randrange(size_max + 1)]))
             regs["bytes_init"] = rng.randrange(2)
             if kind == MK.TX:

@@ -28,7 +28,9 @@ event):
    plus it: no drift; byte mode: wait := 1); without one, ``armed := 0`` (the flow went idle
    at its send time: it keeps no credit);
 2. event: ``tx`` {count n, size}: backlog += n; if the backlog was 0 or the flow is not armed
-   (and n > 0) and the flow is not waiting, it is armed at ``max(next, t)`` (an unarmed flow:
+   (and n > 0) and the flow is not waiting (after this event's report, below: a flow that
+   waits without being armed, which only a WRITE makes, is armed by a report that brings
+   packets), it is armed at ``max(next, t)`` (an unarmed flow:
    at ``t``; "not armed with a backlog" is only reachable by a register write, docs/pacer.md
    "Registers and ports": the enqueue arms it as if it were idle); a ``size`` (!= 0) while a
    byte-mode flow waits is the report: next += size x ival, wait := 0, last := size (if that
@@ -395,8 +397,13 @@ class PacerDatapath(FlowDatapath):
         # (a flow waiting for a size report keeps its pending charge: not re-armed; a flow
         # with a backlog but not armed, which only a register write makes, is armed like an
         # idle one)
-        fl.update(arm=R("is_tx") & (~fl["bl1_nz"] | ~fl["armed1"]) & R("n_nz") & ~fl["wait1"],
-                  resched=R("is_cn") & fl["armed1"] & ~fl["wait1"])
+        arm = R("is_tx") & (~fl["bl1_nz"] | ~fl["armed1"]) & R("n_nz") & ~fl["wait1"]
+        if B:
+            # a flow that waits without being armed (only a ctl WRITE makes that state): the
+            # report clears wait first, then the enqueue arms the flow as an idle one, at t
+            # (sel_tb: the report's own charge is not kept, as for any unarmed flow)
+            arm = arm | (R("is_tx") & R("n_nz") & ~fl["armed1"] & fl["report"])
+        fl.update(arm=arm, resched=R("is_cn") & fl["armed1"] & ~fl["wait1"])
         if not B:
             # packet-only: step 4's early grant (a pull makes no grant in step 1, so its
             # future1 is ~due_t: no long compare) and step 3's grant condition but sel_tb

@@ -195,7 +195,8 @@ class PacerConfig(BlockConfig):
             name, PacerDatapath(self), "PACE",
             f"multi-flow pacer, {self.engine.n_flows} flows"
             + (", byte mode" if self.byte_mode else ""),
-            reg_desc=reg_desc, flows=self.engine.n_flows, field_desc=field_desc)
+            reg_desc=reg_desc, flows=self.engine.n_flows, field_desc=field_desc,
+            timer=self.engine.timer)
 
     def interval_for(self, rate_bps: float, packet_bytes: int) -> int:
         """The interval (UQ.F cycles) of ``packet_bytes``-byte packets at ``rate_bps``: the
