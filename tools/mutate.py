@@ -66,7 +66,8 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
                    ["tests/test_cnp_notify.py",
                     "tests/test_block_registers.py::test_read_back[cnp_notify]",
                     "cocotb_tests/test_axis.py::test_cnp_notify"]),
-    "timely_engine": (["hw/nic/timely_engine.py"], ["tests/test_timely_engine.py"]),
+    "timely_engine": (["hw/nic/timely_engine.py"], ["tests/test_timely_engine.py",
+                                                     "tests/test_timely_engine_edges.py"]),
     "swift_engine": (["hw/nic/swift_engine.py"], ["tests/test_swift_engine.py"]),
     "ldcp_engine": (["hw/nic/ldcp_engine.py"],
                     ["tests/test_ldcp_engine.py",
@@ -167,6 +168,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "length = Mux(carried < MIN_FRAME_BYTES - CNM_HEADER_BYTES, MIN_FRAME_BYTES,", "< -> <="):
         "at carried == MIN_FRAME_BYTES - CNM_HEADER_BYTES the other arm, CNM_HEADER_BYTES + "
         "carried, is MIN_FRAME_BYTES",
+    ("hw/nic/timely_engine.py",
+     "v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()", "0 -> 1"):
+        "f < 0 -> f < 1 differs only at f == 0, where both arms of the select are 0",
     ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
         "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
         "GRAD_FRAC + 4 = 20 kept bits",
