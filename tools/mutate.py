@@ -68,7 +68,8 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
                     "cocotb_tests/test_axis.py::test_cnp_notify"]),
     "timely_engine": (["hw/nic/timely_engine.py"], ["tests/test_timely_engine.py",
                                                      "tests/test_timely_engine_edges.py"]),
-    "swift_engine": (["hw/nic/swift_engine.py"], ["tests/test_swift_engine.py"]),
+    "swift_engine": (["hw/nic/swift_engine.py"], ["tests/test_swift_engine.py",
+                                                   "tests/test_swift_engine_edges.py"]),
     "ldcp_engine": (["hw/nic/ldcp_engine.py"],
                     ["tests/test_ldcp_engine.py",
                      "tests/test_ldcp_engine_edges.py",
@@ -168,6 +169,27 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "length = Mux(carried < MIN_FRAME_BYTES - CNM_HEADER_BYTES, MIN_FRAME_BYTES,", "< -> <="):
         "at carried == MIN_FRAME_BYTES - CNM_HEADER_BYTES the other arm, CNM_HEADER_BYTES + "
         "carried, is MIN_FRAME_BYTES",
+    ("hw/nic/ldcp_engine.py",
+     "return max(self.engine.time_width + FRAC_BITS, RTT_WIDTH + FRAC_BITS + 1) + 2",
+     "2 -> 1"):
+        "with M = max(W + 16, 41): |(dl - t) c| <= 2**(W-1) (2**16 - 1) < 2**(M-1), ovr < 2**16 "
+        "and P < 2**40 <= 2**(M-1), so need, need + P and need - 1 lie in (-2**M, 2**M): M + 1 "
+        "signed bits hold them, the + 2 keeps one spare bit",
+    ("hw/nic/swift_engine.py",
+     "if h == 1:              # two bits: the position is a_hi (no select of empty positions)",
+     "1 -> 0"):
+        "h is never 0 (n >= 2), so the mutant sends h == 1 to the general form, whose select "
+        "is of two empty positions: Cat(Mux(a_hi, <0 bits>, <0 bits>), a_hi) is a_hi",
+    ("hw/nic/swift_engine.py", "v.hs = red(v.hs, D + HOP_BITS + 2)", "2 -> 3"):
+        "hop_scale x hops < 2**(D + HOP_BITS): rows kept modulo any width >= D + HOP_BITS "
+        "sum to the same value",
+    ("hw/nic/swift_engine.py", "v.hs = red(v.hs, D + HOP_BITS + 2)", "2 -> 1"):
+        "hop_scale x hops < 2**(D + HOP_BITS): rows kept modulo any width >= D + HOP_BITS "
+        "sum to the same value",
+    ("hw/nic/swift_engine.py",
+     "TW = D + HOP_BITS + 2            # base + hops x h + fs before the saturation", "2 -> 1"):
+        "base_target < 2**D, the flow-scaling term < 2**D and hop_scale x hops < 2**(D + 8): "
+        "the sum is below 2**(D + 9), so D + HOP_BITS + 1 bits hold it before the saturation",
     ("hw/nic/timely_engine.py",
      "v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()", "0 -> 1"):
         "f < 0 -> f < 1 differs only at f == 0, where both arms of the select are 0",

@@ -157,7 +157,7 @@ class LdcpEngineConfig(BlockConfig):
         return max(self.engine.time_width + FRAC_BITS, RTT_WIDTH + FRAC_BITS + 1) + 2
 
     def state_bits(self) -> int:
-        """Bits of the LDCP per-flow state (the engine adds its own 7 + W)."""
+        """Bits of the LDCP per-flow state (the engine adds its own 8 + W)."""
         return CW_WIDTH + self.rel_width + 1 + self.engine.time_width + FRAC_BITS
 
     def register_map(self, name: str = "ldcp_engine"):

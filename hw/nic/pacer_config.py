@@ -154,7 +154,7 @@ class PacerConfig(BlockConfig):
         return (1 << self.ival_width) - 1
 
     def state_bits(self) -> int:
-        """Bits of the pacer's per-flow state (the engine adds its own 7 + W)."""
+        """Bits of the pacer's per-flow state (the engine adds its own 8 + W)."""
         return (self.grant_width + self.backlog_width + 1 + self.next_width
                 + self.ival_width + (2 + self.size_width if self.byte_mode else 0))
 
