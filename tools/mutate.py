@@ -190,6 +190,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "TW = D + HOP_BITS + 2            # base + hops x h + fs before the saturation", "2 -> 1"):
         "base_target < 2**D, the flow-scaling term < 2**D and hop_scale x hops < 2**(D + 8): "
         "the sum is below 2**(D + 9), so D + HOP_BITS + 1 bits hold it before the saturation",
+    ("hw/nic/timely_engine.py", "XW = RT + DIFF_FRAC + 2 + FRAC16 + 2", "2 -> 1"):
+        "the EWMA's rows sum to alpha nd + (2**16 - alpha) rd with |nd|, |rd| <= 2**32 and "
+        "alpha < 2**17: below 2**49 + 2**48 < 2**50 in magnitude, so XW - 1 = 51 signed bits "
+        "hold it (and ew = that >> 16 fits the 35 bits kept)",
+    ("hw/nic/timely_engine.py", "GW = DW + 32 + 1", "32 -> 33"):
+        "|rtt_diff x inv_min_rtt| <= 2**(DW-1) (2**32 - 1) < 2**(DW+31) fits DW + 32 signed "
+        "bits: one more bit (and the two-stage sum's split moved with it) gives the same g0",
     ("hw/nic/timely_engine.py",
      "v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()", "0 -> 1"):
         "f < 0 -> f < 1 differs only at f == 0, where both arms of the select are 0",
