@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 from hw.nic.flow_datapath import EventKind
 from tests.datapath_harness import Harness, spans, unpack
 
-__all__ = ["run_pipe", "run_chain"]
+__all__ = ["run_pipe", "run_chain", "check_pipe_against_model"]
 
 
 def _set(ctx, h, dp, lay, state, kind, payload, t):
@@ -55,6 +55,14 @@ def run_pipe(dp, regs: dict, vectors) -> list[tuple]:
     sim.add_testbench(bench)
     sim.run()
     return out
+
+
+def check_pipe_against_model(dp, model, regs: dict, vectors) -> None:
+    """:func:`run_pipe` of ``vectors``; each vector's next state must equal the bit-exact
+    ``model``'s for the same registers, state and event (a TIMER event has no payload)."""
+    for (state, kind, p, t), got in zip(vectors, run_pipe(dp, regs, vectors), strict=True):
+        exp = model.update(regs, state, kind, p if kind != EventKind.TIMER else None, t)
+        assert got[0] == exp.next_state, (regs, state, kind, hex(p))
 
 
 def run_chain(dp, regs: dict, state: dict, events) -> list[dict]:

@@ -180,12 +180,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "1 -> 0"):
         "h is never 0 (n >= 2), so the mutant sends h == 1 to the general form, whose select "
         "is of two empty positions: Cat(Mux(a_hi, <0 bits>, <0 bits>), a_hi) is a_hi",
-    ("hw/nic/swift_engine.py", "v.hs = red(v.hs, D + HOP_BITS + 2)", "2 -> 3"):
-        "hop_scale x hops < 2**(D + HOP_BITS): rows kept modulo any width >= D + HOP_BITS "
-        "sum to the same value",
-    ("hw/nic/swift_engine.py", "v.hs = red(v.hs, D + HOP_BITS + 2)", "2 -> 1"):
-        "hop_scale x hops < 2**(D + HOP_BITS): rows kept modulo any width >= D + HOP_BITS "
-        "sum to the same value",
+    **{("hw/nic/swift_engine.py", "v.hs = red(v.hs, D + HOP_BITS + 2)", desc):
+       "hop_scale x hops < 2**(D + HOP_BITS): rows kept modulo any width >= D + HOP_BITS "
+       "sum to the same value" for desc in ("2 -> 3", "2 -> 1")},
     ("hw/nic/swift_engine.py",
      "TW = D + HOP_BITS + 2            # base + hops x h + fs before the saturation", "2 -> 1"):
         "base_target < 2**D, the flow-scaling term < 2**D and hop_scale x hops < 2**(D + 8): "

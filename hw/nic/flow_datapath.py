@@ -220,7 +220,7 @@ class ToyDatapath(FlowDatapath):
             m.d.comb += nxt.rate.eq(rate1 - (rate1 >> (cn.fb[0:2] + 1)))
             m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
         # latency > 1 (to test the engine's multi-cycle modify stage): the same update, its
-        # result delayed by the latency's remaining latency - 2 cycles
+        # result delayed by the remaining latency - 2 cycles
         return DatapathOut(next_state=delayed(m, nxt, d, "toy_next"),
                            wake_valid=delayed(m, nxt.armed, d, "toy_wv"),
                            wake=delayed(m, nxt.dl, d, "toy_wake"),
