@@ -16,8 +16,8 @@ from hw.lib.bram import Bram, BramTarget, ecp5_tiling
 class Host(Elaboratable):
     """A module that only holds the RAM (its ports are the RAM's signals)."""
 
-    def __init__(self, shape, depth):
-        self.ram = Bram(shape, depth, name="ram")
+    def __init__(self, shape, depth, addr_reg=False):
+        self.ram = Bram(shape, depth, name="ram", addr_reg=addr_reg)
 
     def elaborate(self, platform):
         m = Module()
@@ -29,20 +29,22 @@ def _ports(ram):
     return [ram.w_addr, ram.w_data, ram.w_en, ram.r_addr, ram.r_en, ram.r_data]
 
 
-def _verilog(width, depth, platform=None):
-    host = Host(width, depth)
+def _verilog(width, depth, platform=None, addr_reg=False):
+    host = Host(width, depth, addr_reg)
     return verilog.convert(host, platform=platform, ports=_ports(host.ram), emit_src=False)
 
 
-def run_reference_check(width, depth, cycles, seed):
+def run_reference_check(width, depth, cycles, seed, addr_reg=False):
     """Random writes, reads and enables; r_data is compared every cycle with a reference
     written from the documented contract: the read register takes mem[r_addr] at an edge with
     r_en, and so does the output register, from the read register (a stall holds both); a
     read whose address is written at the same edge is undefined (not compared until it is
-    replaced)."""
+    replaced).  With ``addr_reg``: an address register takes r_addr at an edge with r_en and
+    the read register takes mem[address register] (undefined if that address is written at
+    the same edge); r_data is the read register."""
     print(f"seed {seed}")
     rng = random.Random(seed)
-    host = Host(width, depth)
+    host = Host(width, depth, addr_reg)
     dut = host.ram
     sim = Simulator(host)
     sim.add_clock(1e-6)
@@ -52,6 +54,7 @@ def run_reference_check(width, depth, cycles, seed):
         mem = [0] * depth
         rreg, rreg_ok = 0, True          # the RAM's read register (ok: defined)
         oreg, oreg_ok = 0, True          # the output register
+        areg = 0                         # the address register (addr_reg)
         for _ in range(cycles):
             wa, wd, we = rng.randrange(depth), rng.getrandbits(width), rng.random() < 0.6
             ra = wa if rng.random() < 0.15 else rng.randrange(depth)
@@ -65,8 +68,15 @@ def run_reference_check(width, depth, cycles, seed):
                 assert ctx.get(dut.r_data) == oreg
                 checked[0] += 1
             await ctx.tick()
-            # the edge: the output register takes the read register's old value
-            if ren:
+            if addr_reg:
+                # the edge: the read register takes the addressed word, the address register
+                # the new address; the output is the read register
+                if ren:
+                    rreg, rreg_ok = mem[areg], not (we and wa == areg)
+                    areg = ra
+                oreg, oreg_ok = rreg, rreg_ok
+            elif ren:
+                # the edge: the output register takes the read register's old value
                 oreg, oreg_ok = rreg, rreg_ok
                 rreg, rreg_ok = mem[ra], not (we and wa == ra)
             if we:
@@ -80,6 +90,11 @@ def run_reference_check(width, depth, cycles, seed):
 @pytest.mark.parametrize("width, depth, seed", [(8, 16, 1), (13, 5, 2), (1, 2, 3)])
 def test_generic_against_reference(width, depth, seed):
     run_reference_check(width, depth, 1500, seed)
+
+
+@pytest.mark.parametrize("width, depth, seed", [(8, 16, 6), (13, 5, 7), (1, 2, 8)])
+def test_addr_reg_against_reference(width, depth, seed):
+    run_reference_check(width, depth, 1500, seed, addr_reg=True)
 
 
 def test_layout_shape():
@@ -146,6 +161,19 @@ def test_ecp5_form(width, depth, n, w, abits):
                 assert conn == f"ram_r_addr[{i - (14 - abits)}]", (i, conn)
         assert re.search(r"\.OCEB\(ram_r_en\)", conns) and re.search(r"\.CEB\(ram_r_en\)", conns)
     assert "DP16KD" not in _verilog(width, depth)
+
+
+@pytest.mark.parametrize("width, depth, n, banks", [(40, 1024, 3, 1), (60, 4096, 14, 2)])
+def test_ecp5_addr_reg_form(width, depth, n, banks):
+    """``addr_reg``: port B without its output register (NOREG), its address from the
+    address register (not ``r_addr``), and with several banks one bank-select register."""
+    text = _verilog(width, depth, BramTarget("ecp5"), addr_reg=True)
+    inst = _instances(text)
+    assert len(inst) == n
+    for params, _, conns in inst:
+        assert '.REGMODE_B("NOREG")' in params
+        assert "ram_r_addr_q" in conns and not re.search(r"\(ram_r_addr\[", conns)
+    assert ("ram_bsel1" in text) == (banks > 1) and "ram_bsel2" not in text
 
 
 class HostA(Elaboratable):

@@ -199,12 +199,25 @@ class ToyDatapath(FlowDatapath):
             d -= 1
         s = state
         nxt = Signal(self.state_layout, name="toy_next")
-        m.d.comb += nxt.eq(s)
         due = named_wire(m, "toy_due", s.armed & time_le(s.dl, t, W))
         sum_rate = s.rate + regs.step
         rate1 = named_wire(m, "toy_rate1",
                            Mux(due, Mux(sum_rate > regs.max_rate, regs.max_rate, sum_rate),
                                s.rate), width=len(s.rate))
+        late = named_wire(m, "toy_late", (t - s.dl)[:W], width=W)
+        if d:
+            # latency > 2: the timer's compare and the increase in a cycle of their own, the
+            # rest of the update in the next (one carry chain per cycle)
+            def reg2(v, name):
+                r = Signal.like(v, name=f"toy_mid_{name}")
+                m.d.sync += r.eq(v)
+                return r
+            due, rate1, late = reg2(due, "due"), reg2(rate1, "rate1"), reg2(late, "late")
+            s, kind, tx_bytes, cn = (reg2(s, "state"), reg2(kind, "kind"),
+                                     reg2(tx_bytes, "bytes"), reg2(cn, "cn"))
+            pre = {"restart": reg2(pre["restart"], "restart")}
+            d -= 1
+        m.d.comb += nxt.eq(s)
         with m.If(due):
             m.d.comb += [nxt.ticks.eq(s.ticks + 1), nxt.dl.eq(s.dl + regs.period)]
         m.d.comb += nxt.rate.eq(rate1)
@@ -220,12 +233,12 @@ class ToyDatapath(FlowDatapath):
             m.d.comb += nxt.rate.eq(rate1 - (rate1 >> (cn.fb[0:2] + 1)))
             m.d.comb += [nxt.armed.eq(1), nxt.dl.eq(pre["restart"])]
         # latency > 1 (to test the engine's multi-cycle modify stage): the same update, its
-        # result delayed by the remaining latency - 2 cycles
+        # result delayed by the remaining latency - 3 cycles (latency - 2 at latency 2)
         return DatapathOut(next_state=delayed(m, nxt, d, "toy_next"),
                            wake_valid=delayed(m, nxt.armed, d, "toy_wv"),
                            wake=delayed(m, nxt.dl, d, "toy_wake"),
                            expired=delayed(m, due, d, "toy_due"),
-                           late=delayed(m, (t - s.dl)[:W], d, "toy_late"))
+                           late=delayed(m, late, d, "toy_late"))
 
 
 

@@ -430,9 +430,13 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
             a_full = Wh.get("a_full", Const(0))
             nz = Signal(NWD, name="inv_nz")
             full = Signal(NWD, name="inv_full")
+            # (and the cursor's leave, one cycle late too: every reader clears the word it
+            # left, before the decision's set)
             for w in range(NWD):
                 at = a_valid & (a_word == w)
-                m.d.comb += [nz[w].eq(nz_r[w] | at), full[w].eq(full_r[w] | (at & a_full))]
+                left = Wh["leave_r"] & (Wh["lv_word"] == w)
+                m.d.comb += [nz[w].eq((nz_r[w] & ~left) | at),
+                             full[w].eq((full_r[w] & ~left) | (at & a_full))]
 
             live = [Signal(B, name=f"inv_live{w}") for w in range(NWD)]
             for w in range(NWD):
@@ -512,9 +516,12 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
             wv = {k: E[f"s{k}_wvalid"] for k in ks}
             wfl = {k: E[f"s{k}_flow"] for k in ks}
             wwd = {k: data.View(word_lay, E[f"s{k}_word"]) for k in ks}
-            for k in ks:
+            # (the table is written from stage WB + 1's register, at the end of that cycle:
+            # its word is pending, the table holds the newest of the older ones)
+            written = [k for k in ks if k > WB + 1]
+            for k in written:
                 newer = Const(0)
-                for j in ks:
+                for j in written:
                     if j < k:
                         newer = newer | (wv[j] & (wfl[j] == wfl[k]))
                 for f in range(N):
@@ -537,12 +544,20 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
             for f in range(N):
                 inv.append((f"q_ram2_{f}", ~(sv[2] & ~missed & (f2 == f))
                             | (r2.as_value() == table[f].as_value())))
-            # the write-back stage's wheel fields are the table's
+            # a flow's newest word: the pending write's (stage WB + 1) if it is of the flow,
+            # else the table's
+            newest = []
+            for f in range(N):
+                nw = Signal(word_lay, name=f"inv_newest{f}")
+                m.d.comb += nw.eq(Mux(wv[WB + 1] & (wfl[WB + 1] == f), wwd[WB + 1].as_value(),
+                                      table[f].as_value()))
+                newest.append(nw)
+            # the write-back stage's wheel fields are the flow's newest
             q_in = data.View(word_lay, E["q_in"])
             for f in range(N):
                 for fld in ("q_valid", "q_gen", "q_mask", "q_dl"):
                     inv.append((f"q_in{f}_{fld}", ~(sv[WB] & (sev[WB].flow == f))
-                                | (q_in[fld] == table[f][fld])))
+                                | (q_in[fld] == newest[f][fld])))
             # every entry of a flow: a live bit of the wheel (its slot RAM word), the wheel's
             # insert stages, its pop register, and the pops in the engine's pipeline
             ents = []
@@ -559,8 +574,8 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
                 mine = [Signal(name=f"inv_ent{f}_{j}") for j in range(len(ents))]
                 for j, (v, fl, _) in enumerate(ents):
                     m.d.comb += mine[j].eq(v & (fl == f))
-                t = table[f]
-                # per generation: its entries are exactly the table's q_mask bit (so a flow's
+                t = newest[f]
+                # per generation: its entries are exactly the newest word's q_mask bit (so a flow's
                 # entries have distinct generations, at most 4), and the live generation is
                 # queued exactly when q_valid
                 for g in range(4):
