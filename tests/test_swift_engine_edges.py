@@ -39,3 +39,22 @@ def test_registers_at_their_width_maxima_match_the_model():
         for state, _, _, _ in vecs[::5]:
             state["fcwnd"] = 0          # (a WRITE can make it: flow scaling's table end)
         check_pipe_against_model(dp, md, regs, vecs)
+
+
+def test_flow_scaling_table_end_reached_by_a_zero_window():
+    """A window of 0 (a WRITE can make it) takes the flow-scaling table's entry for the largest
+    exponent, ``(CW_BITS - 1) << FS_MANT`` (the model's index -16).  At the default
+    ``fs_max_cwnd`` (100 packets) that entry is 0, as is a read past the table; with
+    ``fs_max_cwnd`` 65535 packets the entry (windows of 32768 packets) is 2 cycles, so the
+    index itself is checked: every state has ``fcwnd`` 0, against the model."""
+    from hw.nic.swift_config import CW_BITS, FS_MANT
+    rng = random.Random(f"{SEED}-swift-fs-end")
+    print(f"seed {SEED}")
+    dp = SwiftDatapath(SwiftConfig(fs_max_cwnd=65535.0))
+    assert dp.fs_rom[(CW_BITS - 1) << FS_MANT] == 2        # hand-checked: fs(32768) in cycles
+    md = SwiftDatapathModel(dp)
+    regs = regs_of(dp)
+    vecs = [random_vector(rng, dp, regs) for _ in range(40)]
+    for state, _, _, _ in vecs:
+        state["fcwnd"] = 0
+    check_pipe_against_model(dp, md, regs, vecs)

@@ -183,10 +183,44 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("hw/nic/swift_engine.py", "v.hs = red(v.hs, D + HOP_BITS + 2)", desc):
        "hop_scale x hops < 2**(D + HOP_BITS): rows kept modulo any width >= D + HOP_BITS "
        "sum to the same value" for desc in ("2 -> 3", "2 -> 1")},
+    # the delays' differences against their targets: only bits 0 ... D are read (d[D], the
+    # sign; d[:D], the numerator), and those are the difference mod 2**(D + 1) whatever width
+    # >= D + 1 the operands are extended to and the slice keeps; both operands are D bits,
+    # so fit(x, D) is x itself.  (The slice's 1 -> 0 leaves no bit D: an elaboration error,
+    # killed.)
+    **{("hw/nic/swift_engine.py", line, desc):
+       "bits 0 ... D of the difference (the only ones read: the sign d[D] and d[:D]) are "
+       "(delay - target) mod 2**(D + 1) for any operand and slice width >= D + 1, and "
+       "fit(x, D) of a D-bit delay or target is x: the same bits"
+       for line in ("v.fd = (fit(v.fab, D + 1) - fit(v.target, D + 1))[:D + 1]",
+                    "v.ed = (fit(v.ep, D + 1) - fit(r.endpoint_target, D + 1))[:D + 1]")
+       for desc in ("1 -> 2", "1 -> 0")},
     ("hw/nic/swift_engine.py",
      "TW = D + HOP_BITS + 2            # base + hops x h + fs before the saturation", "2 -> 1"):
         "base_target < 2**D, the flow-scaling term < 2**D and hop_scale x hops < 2**(D + 8): "
         "the sum is below 2**(D + 9), so D + HOP_BITS + 1 bits hold it before the saturation",
+    # The two products of TIMELY's first stage, reduced over two compressor levels: a bound
+    # on each row's highest set bit (a 3:2 compressor's sum: the highest of its inputs'; its
+    # carry: the second highest + 1, a majority needs two set bits) through compress()'s
+    # grouping (triples in order, the rest passed on) shows no bit at or above width - 1 is
+    # ever formed, so one bit fewer (in mul_rows or in the reduction) truncates nothing and
+    # one more adds only zeros: the same rows either way.
+    **{("hw/nic/timely_engine.py",
+        "v.ser = red(mul_rows(r.ser_per_byte, cn.seg_bytes, 32 + SEG_BITS), 32 + SEG_BITS, 2)",
+        desc):
+       "rows a << j (a = ser_per_byte < 2**32, j <= 16): highest bits 31 ... 47; level 1: "
+       "(31,32,33) ... (43,44,45) -> sum/carry 33/33 ... 45/45, rows 46 and 47 passed; "
+       "level 2: (33,33,36) -> 36/34, (36,39,39) -> 39/40, (42,42,45) -> 45/43, (45,46,47) "
+       "-> 47/47: no bit above 47, so 48 bits (32 -> 31, either width) hold every row "
+       "exactly, and 50 (32 -> 33) only add zeros"
+       for desc in ("32 -> 31", "32 -> 33")},
+    **{("hw/nic/timely_engine.py",
+        "v.dn = red(mul_rows(r.delta, r.hai_mult, RW + 8), RW + 8, 2)", desc):
+       "rows delta << j (delta < 2**RW = 2**27, j <= 7): highest bits 26 ... 33; level 1: "
+       "(26,27,28) -> 28/28, (29,30,31) -> 31/31, rows 32 and 33 passed; level 2: "
+       "(28,28,31) -> 31/29, (31,32,33) -> 33/33: no bit above 33, so RW + 7 = 34 bits "
+       "(8 -> 7, either width) hold every row exactly, and RW + 9 only adds zeros"
+       for desc in ("8 -> 7", "8 -> 9")},
     ("hw/nic/timely_engine.py", "XW = RT + DIFF_FRAC + 2 + FRAC16 + 2", "2 -> 1"):
         "the EWMA's rows sum to alpha nd + (2**16 - alpha) rd with |nd|, |rd| <= 2**32 and "
         "alpha < 2**17: below 2**49 + 2**48 < 2**50 in magnitude, so XW - 1 = 51 signed bits "
