@@ -314,6 +314,14 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "DCQCN engine, 1024 flows in block RAM, every profile at run time", default=False),
     Top("dcqcn_engine_4k", DcqcnEngineConfig.for_flows(4096), _dcqcn_engine,
         "DCQCN engine, 4096 flows in block RAM, every profile at run time", default=False),
+    # The same on the calendar timer (per-slot lists, no search: docs/flow-engine.md, "Which
+    # timer is the default"); their Verilog is a few MB, not the wheel's ~100 MB.
+    Top("dcqcn_engine_1k_cal", DcqcnEngineConfig.for_flows(1024, timer="calendar"),
+        _dcqcn_engine, "DCQCN engine, 1024 flows, calendar timer, every profile at run time",
+        default=False),
+    Top("dcqcn_engine_4k_cal", DcqcnEngineConfig.for_flows(4096, timer="calendar"),
+        _dcqcn_engine, "DCQCN engine, 4096 flows, calendar timer, every profile at run time",
+        default=False),
     # The engine's pipelined DCQCN datapath alone between flip-flops (out-of-context timing).
     Top("dcqcn_datapath_pipe", DcqcnEngineConfig.for_flows(1024), _dcqcn_datapath_pipe,
         "DCQCN engine datapath alone, pipelined (latency 12), registered inputs and outputs",
@@ -344,6 +352,12 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "QCN engine, 1024 flows in block RAM, IEEE 802.1Q CN MIB reset values", default=False),
     Top("qcn_engine_4k", QcnEngineConfig.for_flows(4096), _qcn_engine,
         "QCN engine, 4096 flows in block RAM, IEEE 802.1Q CN MIB reset values", default=False),
+    Top("qcn_engine_1k_cal", QcnEngineConfig.for_flows(1024, timer="calendar"), _qcn_engine,
+        "QCN engine, 1024 flows, calendar timer, IEEE 802.1Q CN MIB reset values",
+        default=False),
+    Top("qcn_engine_4k_cal", QcnEngineConfig.for_flows(4096, timer="calendar"), _qcn_engine,
+        "QCN engine, 4096 flows, calendar timer, IEEE 802.1Q CN MIB reset values",
+        default=False),
     # The engine's pipelined QCN datapath alone between flip-flops (out-of-context timing).
     Top("qcn_datapath_pipe", QcnEngineConfig.for_flows(1024), _qcn_datapath_pipe,
         "QCN engine datapath alone, pipelined (latency 6), registered inputs and outputs",

@@ -291,10 +291,10 @@ class DcqcnEngineConfig(BlockConfig):
             RP_REGISTER_DESC, flows=self.engine.n_flows, timer=self.engine.timer)
 
     @classmethod
-    def for_flows(cls, n_flows: int, **rp) -> DcqcnEngineConfig:
-        """``n_flows`` flows, the engine's defaults, the ConnectX profile at 156.25 MHz (with
-        ``rp`` overrides) as the reset values."""
-        engine = FlowEngineConfig(n_flows=n_flows)
+    def for_flows(cls, n_flows: int, *, timer: str = "wheel", **rp) -> DcqcnEngineConfig:
+        """``n_flows`` flows, the engine's defaults (``timer``: its timer service), the
+        ConnectX profile at 156.25 MHz (with ``rp`` overrides) as the reset values."""
+        engine = FlowEngineConfig(n_flows=n_flows, timer=timer)
         return cls(engine=engine, rp=DcqcnRpConfig.profile("connectx", clk_hz=engine.clk_hz,
                                                            **rp))
 

@@ -350,10 +350,10 @@ class QcnEngineConfig(BlockConfig):
             flows=self.engine.n_flows, timer=self.engine.timer)
 
     @classmethod
-    def for_flows(cls, n_flows: int, **rp) -> QcnEngineConfig:
-        """``n_flows`` flows, the engine's defaults, the IEEE 802.1Q MIB values at 156.25 MHz
-        (with ``rp`` overrides) as the reset values."""
-        engine = FlowEngineConfig(n_flows=n_flows)
+    def for_flows(cls, n_flows: int, *, timer: str = "wheel", **rp) -> QcnEngineConfig:
+        """``n_flows`` flows, the engine's defaults (``timer``: its timer service), the IEEE
+        802.1Q MIB values at 156.25 MHz (with ``rp`` overrides) as the reset values."""
+        engine = FlowEngineConfig(n_flows=n_flows, timer=timer)
         return cls(engine=engine, rp=QcnRpConfig(clk_hz=engine.clk_hz, **rp))
 
 
