@@ -1,5 +1,5 @@
-"""Simple dual-port block RAM with a registered output (read latency 2), one component for every
-target.
+"""Simple dual-port block RAM with read latency 2 (a registered output, or with ``addr_reg`` a
+registered address), one component for every target.
 
 :class:`Bram` elaborates in one of two forms, chosen by the elaboration platform:
 
@@ -124,7 +124,8 @@ def ecp5_tiling(width: int, depth: int) -> tuple[int, int, int, int]:
 
 
 class Bram:
-    """Simple dual-port RAM, read latency 2 (see the module docstring for ports and rules).
+    """Simple dual-port RAM, read latency 2 (see the module docstring for ports, rules and
+    ``addr_reg``).
 
     Not a submodule: :meth:`build` adds the memory and its output register (or the DP16KD
     instances) to the user's module, so the ports are plain signals of that module (a

@@ -370,9 +370,10 @@ class FlowEngine(wiring.Component):
 
         # -- stage 1: RAM read; forwarding selects computed here, a stage early -----------------
         # The event in stage 2 (first modify cycle) takes its flow's state from the newest of:
-        # the update just computed (stage WB, distance L), the words written one and two cycles
-        # ago (WB + 1, WB + 2: the RAM read missed them), else the RAM.  The selects compare
-        # stage 1 with the stages one behind those.
+        # the update just computed (stage WB, distance L), the words written back one and two
+        # cycles ago (WB + 1, WB + 2: the RAM read, a cycle after issue, missed them: the
+        # table takes a word at the end of its WB + 1 cycle), else the RAM.  The selects
+        # compare stage 1 with the stages one behind those.
         s2_rdata = Signal(word_lay)
         fwd = [Signal(name=f"fwd{i}") for i in range(3)]
         m.d.comb += s2_rdata.eq(table.r_data)
@@ -464,7 +465,8 @@ class FlowEngine(wiring.Component):
             s3_applied.eq(applied_l),
         ]
         # The write-back stage's wheel fields: the newest write of its flow that its RAM read
-        # (at issue) missed: distance L, L + 1, L + 2 (nearer ones cannot be of its flow)
+        # (a cycle after issue) missed: distance L, L + 1, L + 2 (nearer ones cannot be of its
+        # flow)
         for i, g in enumerate(gq):
             k = WB + L - 1 + i
             m.d.sync += g.eq(valid_at(k) & (flow_at(k) == evl.flow))
