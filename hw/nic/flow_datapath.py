@@ -185,17 +185,20 @@ class ToyDatapath(FlowDatapath):
     def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre, valid=None) -> DatapathOut:
         W = self.time_width
         d = self.latency - 1
+
+        def reg(v, name):
+            # a register of the same shape (a layout stays a layout: delayed() would not)
+            r = Signal.like(v, name=f"toy_{name}")
+            m.d.sync += r.eq(v)
+            return r
         if d:
             # latency > 1: the inputs registered first, so that the engine's forwarding
             # multiplexer and the update are in different cycles (the engine's own paths, not
             # the toy's, are then what an Fmax measurement of the engine shows)
-            def reg(v, name):
-                r = Signal.like(v, name=f"toy_in_{name}")
-                m.d.sync += r.eq(v)
-                return r
-            state, kind, tx_bytes, cn, t = (reg(state, "state"), reg(kind, "kind"),
-                                            reg(tx_bytes, "bytes"), reg(cn, "cn"), reg(t, "t"))
-            pre = {"restart": reg(pre["restart"], "restart")}
+            state, kind, tx_bytes, cn, t = (reg(state, "in_state"), reg(kind, "in_kind"),
+                                            reg(tx_bytes, "in_bytes"), reg(cn, "in_cn"),
+                                            reg(t, "in_t"))
+            pre = {"restart": reg(pre["restart"], "in_restart")}
             d -= 1
         s = state
         nxt = Signal(self.state_layout, name="toy_next")
@@ -208,14 +211,10 @@ class ToyDatapath(FlowDatapath):
         if d:
             # latency > 2: the timer's compare and the increase in a cycle of their own, the
             # rest of the update in the next (one carry chain per cycle)
-            def reg2(v, name):
-                r = Signal.like(v, name=f"toy_mid_{name}")
-                m.d.sync += r.eq(v)
-                return r
-            due, rate1, late = reg2(due, "due"), reg2(rate1, "rate1"), reg2(late, "late")
-            s, kind, tx_bytes, cn = (reg2(s, "state"), reg2(kind, "kind"),
-                                     reg2(tx_bytes, "bytes"), reg2(cn, "cn"))
-            pre = {"restart": reg2(pre["restart"], "restart")}
+            due, rate1, late = reg(due, "mid_due"), reg(rate1, "mid_rate1"), reg(late, "mid_late")
+            s, kind, tx_bytes, cn = (reg(s, "mid_state"), reg(kind, "mid_kind"),
+                                     reg(tx_bytes, "mid_bytes"), reg(cn, "mid_cn"))
+            pre = {"restart": reg(pre["restart"], "mid_restart")}
             d -= 1
         m.d.comb += nxt.eq(s)
         with m.If(due):
