@@ -167,7 +167,7 @@ def _pacer_datapath(cfg):
 
 def _ldcp_engine_config():
     from hw.nic.ldcp_engine import LdcpEngineConfig
-    return LdcpEngineConfig(engine=FlowEngineConfig(n_flows=1024, out_fifo_depth=30))
+    return LdcpEngineConfig(engine=FlowEngineConfig(n_flows=1024, out_fifo_depth=32))
 
 
 def _ldcp_engine(cfg):
@@ -177,7 +177,7 @@ def _ldcp_engine(cfg):
 
 def _ldcp_tx_engine_config():
     from hw.nic.ldcp_tx_engine import LdcpTxEngineConfig
-    return LdcpTxEngineConfig(engine=FlowEngineConfig(n_flows=1024, out_fifo_depth=32))
+    return LdcpTxEngineConfig(engine=FlowEngineConfig(n_flows=1024, out_fifo_depth=34))
 
 
 def _ldcp_tx_engine(cfg):

@@ -16,8 +16,8 @@ from hw.lib.bram import Bram, BramTarget, ecp5_tiling
 class Host(Elaboratable):
     """A module that only holds the RAM (its ports are the RAM's signals)."""
 
-    def __init__(self, shape, depth, addr_reg=False):
-        self.ram = Bram(shape, depth, name="ram", addr_reg=addr_reg)
+    def __init__(self, shape, depth, addr_reg=False, out_reg=None):
+        self.ram = Bram(shape, depth, name="ram", addr_reg=addr_reg, out_reg=out_reg)
 
     def elaborate(self, platform):
         m = Module()
@@ -29,22 +29,24 @@ def _ports(ram):
     return [ram.w_addr, ram.w_data, ram.w_en, ram.r_addr, ram.r_en, ram.r_data]
 
 
-def _verilog(width, depth, platform=None, addr_reg=False):
-    host = Host(width, depth, addr_reg)
+def _verilog(width, depth, platform=None, addr_reg=False, out_reg=None):
+    host = Host(width, depth, addr_reg, out_reg)
     return verilog.convert(host, platform=platform, ports=_ports(host.ram), emit_src=False)
 
 
-def run_reference_check(width, depth, cycles, seed, addr_reg=False):
+def run_reference_check(width, depth, cycles, seed, addr_reg=False, out_reg=False):
     """Random writes, reads and enables; r_data is compared every cycle with a reference
     written from the documented contract: the read register takes mem[r_addr] at an edge with
     r_en, and so does the output register, from the read register (a stall holds both); a
     read whose address is written at the same edge is undefined (not compared until it is
     replaced).  With ``addr_reg``: an address register takes r_addr at an edge with r_en and
     the read register takes mem[address register] (undefined if that address is written at
-    the same edge); r_data is the read register."""
+    the same edge); r_data is the read register, or with ``out_reg`` too an output register
+    taking the read register at an edge with r_en (latency 3)."""
     print(f"seed {seed}")
     rng = random.Random(seed)
-    host = Host(width, depth, addr_reg)
+    host = Host(width, depth, addr_reg, True if out_reg else None)
+    assert host.ram.latency == 1 + addr_reg + (out_reg or not addr_reg)
     dut = host.ram
     sim = Simulator(host)
     sim.add_clock(1e-6)
@@ -68,7 +70,13 @@ def run_reference_check(width, depth, cycles, seed, addr_reg=False):
                 assert ctx.get(dut.r_data) == oreg
                 checked[0] += 1
             await ctx.tick()
-            if addr_reg:
+            if addr_reg and out_reg:
+                # the edge: all three registers move with r_en
+                if ren:
+                    oreg, oreg_ok = rreg, rreg_ok
+                    rreg, rreg_ok = mem[areg], not (we and wa == areg)
+                    areg = ra
+            elif addr_reg:
                 # the edge: the read register takes the addressed word, the address register
                 # the new address; the output is the read register
                 if ren:
@@ -95,6 +103,16 @@ def test_generic_against_reference(width, depth, seed):
 @pytest.mark.parametrize("width, depth, seed", [(8, 16, 6), (13, 5, 7), (1, 2, 8)])
 def test_addr_reg_against_reference(width, depth, seed):
     run_reference_check(width, depth, 1500, seed, addr_reg=True)
+
+
+@pytest.mark.parametrize("width, depth, seed", [(8, 16, 9), (13, 5, 10), (1, 2, 11)])
+def test_latency_3_against_reference(width, depth, seed):
+    run_reference_check(width, depth, 1500, seed, addr_reg=True, out_reg=True)
+
+
+def test_out_reg_alone_refused():
+    with pytest.raises(ValueError, match="out_reg=False needs addr_reg"):
+        Bram(8, 4, out_reg=False)
 
 
 def test_layout_shape():
@@ -174,6 +192,19 @@ def test_ecp5_addr_reg_form(width, depth, n, banks):
         assert '.REGMODE_B("NOREG")' in params
         assert "ram_r_addr_q" in conns and not re.search(r"\(ram_r_addr\[", conns)
     assert ("ram_bsel1" in text) == (banks > 1) and "ram_bsel2" not in text
+
+
+@pytest.mark.parametrize("width, depth, n, banks", [(40, 1024, 3, 1), (60, 4096, 14, 2)])
+def test_ecp5_latency_3_form(width, depth, n, banks):
+    """``addr_reg`` and ``out_reg``: port B's output register on, its address from the address
+    register, and with several banks two bank-select registers (the data's two stages)."""
+    text = _verilog(width, depth, BramTarget("ecp5"), addr_reg=True, out_reg=True)
+    inst = _instances(text)
+    assert len(inst) == n
+    for params, _, conns in inst:
+        assert '.REGMODE_B("OUTREG")' in params
+        assert "ram_r_addr_q" in conns and not re.search(r"\(ram_r_addr\[", conns)
+    assert ("ram_bsel1" in text) == (banks > 1) and ("ram_bsel2" in text) == (banks > 1)
 
 
 class HostA(Elaboratable):

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from gateware.export import export_component, lint
-from hw.nic.flow_engine_config import FlowEngineConfig
+from hw.nic.flow_engine_config import FlowEngineConfig, min_out_fifo_depth
 
 LONG = bool(os.environ.get("CC_LONG"))
 
@@ -49,17 +49,18 @@ def _timely():
 
 def _swift():
     from hw.nic.swift_engine import SWIFT_PIPE_LATENCY, SwiftEngineConfig, swift_engine
-    return swift_engine(SwiftEngineConfig(engine=_engine(out_fifo_depth=SWIFT_PIPE_LATENCY + 4)))
+    return swift_engine(SwiftEngineConfig(
+        engine=_engine(out_fifo_depth=min_out_fifo_depth(SWIFT_PIPE_LATENCY))))
 
 
 def _ldcp():
     from hw.nic.ldcp_engine import LdcpEngineConfig, ldcp_engine
-    return ldcp_engine(LdcpEngineConfig(engine=_engine(out_fifo_depth=30)))
+    return ldcp_engine(LdcpEngineConfig(engine=_engine(out_fifo_depth=32)))
 
 
 def _ldcp_tx():
     from hw.nic.ldcp_tx_engine import LdcpTxEngineConfig, ldcp_tx_engine
-    return ldcp_tx_engine(LdcpTxEngineConfig(engine=_engine(out_fifo_depth=32)))
+    return ldcp_tx_engine(LdcpTxEngineConfig(engine=_engine(out_fifo_depth=34)))
 
 
 def _ldcp_rx():

@@ -18,7 +18,7 @@ from hw.lib.csr import fourcc
 from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig
 from tests.streams import run_testbenches
 
-SMALL = dict(n_flows=16, time_width=26, wheel_horizon=256, wheel_slots=512, out_fifo_depth=16)
+SMALL = dict(n_flows=16, time_width=26, wheel_horizon=256, wheel_slots=512, out_fifo_depth=20)
 
 
 def _qcn():

@@ -23,7 +23,7 @@ from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine_config import FlowEngineConfig
 from tests.streams import csr_read, run_testbenches
 
-SMALL = dict(n_flows=16, time_width=26, wheel_horizon=256, wheel_slots=512, out_fifo_depth=16)
+SMALL = dict(n_flows=16, time_width=26, wheel_horizon=256, wheel_slots=512, out_fifo_depth=20)
 LONG = bool(os.environ.get("CC_LONG"))
 
 

@@ -20,7 +20,7 @@ from hw.nic.flow_engine import (
     engine_layouts,
     reeval,
 )
-from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig
+from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig, min_out_fifo_depth
 from hw.nic.timer_wheel import TimerWheel
 from hw.params import ConfigError
 from sim.models.flow_datapath import ToyDatapathModel
@@ -38,7 +38,8 @@ SEED = int(os.environ.get("CC_SEED", "1"))
 
 
 def small_config(**kw) -> FlowEngineConfig:
-    base = dict(n_flows=16, time_width=12, wheel_horizon=256, wheel_slots=512, out_fifo_depth=5)
+    base = dict(n_flows=16, time_width=12, wheel_horizon=256, wheel_slots=512,
+                out_fifo_depth=min_out_fifo_depth(1))
     base.update(kw)
     return FlowEngineConfig(**base)
 
@@ -457,7 +458,7 @@ def test_throughput_one_event_per_clock():
 
 def test_calendar_config():
     """The choice is validated; the calendar's own sizing rules reach the engine config as one
-    ConfigError line; the wheel's capacity rule does not apply to it; IL 10 -> reeval 13."""
+    ConfigError line; the wheel's capacity rule does not apply to it; IL 10 -> reeval 14."""
     with pytest.raises(ConfigError, match="timer"):
         small_config(timer="heap")
     with pytest.raises(ConfigError, match="horizon"):
@@ -467,7 +468,7 @@ def test_calendar_config():
         small_config(n_flows=128)
     cfg = small_config(n_flows=128, timer="calendar")
     assert cfg.timer_config().insert_latency == 10
-    assert reeval(1, cfg.timer_config().insert_latency) == 13
+    assert reeval(1, cfg.timer_config().insert_latency) == 14
     assert small_config().timer_config() == small_config().wheel_config()
 
 

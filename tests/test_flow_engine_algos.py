@@ -20,7 +20,7 @@ from hw.nic.dcqcn_config import DcqcnRpConfig
 from hw.nic.dcqcn_engine import DcqcnDatapath
 from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine import COUNTERS, LATE_BUCKETS, WHEEL_STATS, pipe_depth
-from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig
+from hw.nic.flow_engine_config import COUNTER_BASE, FlowEngineConfig, min_out_fifo_depth
 from hw.nic.qcn_engine import QCN_PIPE_LATENCY, QcnDatapath
 from hw.nic.qcn_rp_config import QcnRpConfig
 from sim.models.dcqcn import DcqcnDatapathModel
@@ -40,9 +40,10 @@ def engine_config(latency: int = 1, **kw) -> FlowEngineConfig:
     """The small engine; for a pipelined datapath (latency L) the output FIFOs cover its
     pipeline (L + 4) and the wheel holds 4 entries per flow, so that the input hold margin
     (L + 7) leaves room for 16 flows' timers."""
-    base = dict(n_flows=N, time_width=W, wheel_horizon=128, wheel_slots=256, out_fifo_depth=5)
+    base = dict(n_flows=N, time_width=W, wheel_horizon=128, wheel_slots=256,
+                out_fifo_depth=min_out_fifo_depth(1))
     if latency > 1:
-        base.update(out_fifo_depth=latency + 4, wheel_entries_per_flow=4)
+        base.update(out_fifo_depth=min_out_fifo_depth(latency), wheel_entries_per_flow=4)
     base.update(kw)
     return FlowEngineConfig(**base)
 
@@ -238,20 +239,29 @@ def test_qcn_engine_random(latency, timer):
 
 
 #: the burst's figures by timer service, derived by hand: the wheel spreads the 16 entries of
-#: one deadline over 16 slots (0, 1, ..., 15 late: sum 120, 8 in 8..15); the calendar keeps
-#: them in one slot's list and pops it one per 3 cycles (0, 3, ..., 45 late: sum 360, 9, 12
-#: and 15 in 8..15)
+#: one deadline over 16 slots (0, 1, ..., 15 late: sum 120, 8 in 8..15).  The calendar (horizon
+#: 160) parks the entries of flows 0 ... 6, whose WRITEs come first (the deadline is more than
+#: the horizon after their re-evaluation): they pop again at 218 + 2 f, 21 ... 9 cycles before
+#: the deadline (239), and their re-inserts reach the calendar 4 + 10 cycles later (write-back,
+#: insert latency): 232 + 2 f, in the deadline's slot for f <= 3, past it for flows 4, 5, 6
+#: (placed at 240, 242, 244).  The deadline's slot then holds 13 entries, popped one per 3
+#: cycles (0, 3, ..., 36 late), and the three placed later pop after them, 37, 38, 39 late:
+#: sum 348, 9, 12 and 15 in 8..15.  The reloads (deadline + K, inserted well before) all go to one
+#: slot: the second burst is 0, 3, ..., 45 late (sum 360).
 BURST = {"wheel": {"expiries": 16, "late_max": 15, "late_sum": 120, "late_h0": 1, "late_h4": 8},
-         "calendar": {"expiries": 16, "late_max": 45, "late_sum": 360, "late_h0": 1,
+         "calendar": {"expiries": 16, "late_max": 39, "late_sum": 348, "late_h0": 1,
                       "late_h4": 3}}
+#: the second burst's lateness sum
+BURST2 = {"wheel": 120, "calendar": 360}
 
 
 @pytest.mark.parametrize("timer", ["wheel", "calendar"])
 def test_dcqcn_engine_timer_burst(timer):
     """Every flow's alpha timer written to the same deadline (WRITEs of ``a_dl`` then
     ``a_on``): the 16 expiries are applied 0, 1, ..., 15 cycles late (sum 120) on the wheel,
-    0, 3, ..., 45 (sum 360) on the calendar; the reloads count from the common deadline (no
-    drift: the next burst is due K cycles later and is as late again)."""
+    0, 3, ..., 36, 37, 38, 39 (sum 348, see ``BURST``) on the calendar; the reloads count from
+    the common deadline (no drift: the next burst is due K cycles later, and is as late again
+    on the wheel, 0, 3, ..., 45 on the calendar)."""
     dp = DcqcnDatapath(DCQCN_BUILD, W)
     # the calendar: 256 slots, horizon 160 (its rule: 5 words of 32 <= horizon <= slots - 64)
     kw = {} if timer == "wheel" else dict(timer="calendar", wheel_horizon=160)
@@ -274,7 +284,7 @@ def test_dcqcn_engine_timer_burst(timer):
         assert got == BURST[timer], got
         await h.run(ctx, k)                      # the second burst, K after the first
         assert await h.read_counter(ctx, "expiries") == 32
-        assert await h.read_counter(ctx, "late_sum") == 2 * BURST[timer]["late_sum"]
+        assert await h.read_counter(ctx, "late_sum") == BURST[timer]["late_sum"] + BURST2[timer]
     h.simulate(body)
 
 
@@ -317,7 +327,7 @@ def test_dcqcn_engine_write_storm():
 def _single_flow_trajectories(h: Harness, flows, single, tx_ev, cn_ev, idle, start_cycle,
                               shift=4):
     """Replay each flow's events, at the cycles the engine issued them, through its own
-    single-flow counter model (``single()``); return {flow: [(cycle + 4, rate)]} of every change
+    single-flow counter model (``single()``); return {flow: [(cycle + shift, rate)]} of every change
     of its rate from ``start_cycle`` on: the ``rate`` outputs the engine must have produced."""
     issued = {}
     for k, make in (("tx", tx_ev), ("cn", cn_ev)):
@@ -347,10 +357,11 @@ def test_lateness_zero_equals_single_flow_model(algo, latency):
     """Six flows, each hot in turn (the same flow every cycle for 100 events, then all six
     mixed), outputs always ready, no register writes: each flow's stream of ``rate`` outputs is
     exactly its single-flow counter model's (DcqcnRpModel / QcnRpModel, jitter 0) driven by the
-    same events at the cycles the engine issued them, shifted by the 4-cycle latency - for
-    every flow none of whose expiries was late (two flows' deadlines of different periods can
-    fall in one cycle, and two timers of one flow less than 7 cycles apart: those are late,
-    and their flows are left out)."""
+    same events at the cycles the engine issued them, shifted by the engine's latency
+    (``pipe_depth`` + 1 = 5) - for every flow none of whose expiries was late (two flows'
+    deadlines of different periods can fall in one cycle, and two timers of one flow less than
+    ``reeval`` = 8 cycles apart: those are late, and their flows are left out; at least two
+    flows are on time, so that the comparison is never vacuous)."""
     from sim.models.dcqcn import DcqcnCnp, DcqcnRpModel, DcqcnTx
     from sim.models.qcn import QcnCnm, QcnRpModel, QcnTx
     if algo == "dcqcn":
@@ -402,7 +413,7 @@ def test_lateness_zero_equals_single_flow_model(algo, latency):
                       default=0) for f in flows}
     want = _single_flow_trajectories(h, flows, single, tx_ev, cn_ev, idle, h.start, shift)
     on_time = [f for f in flows if late_of[f] == 0]
-    assert len(on_time) >= 3, late_of
+    assert len(on_time) >= 2, late_of
     for f in on_time:
         got = [(cycle, rate) for cycle, flow, rate in h.rates
                if flow == f and cycle >= h.start + shift]

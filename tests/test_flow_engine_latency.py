@@ -17,7 +17,7 @@ import warnings
 import pytest
 
 from hw.nic.flow_datapath import CtlOp, ToyDatapath
-from hw.nic.flow_engine import COUNTERS, FlowEngine
+from hw.nic.flow_engine import COUNTERS, FlowEngine, min_out_fifo_depth
 from hw.params import ConfigError
 from tests.test_flow_engine import SEED, Harness, queue_random_traffic, small_config
 
@@ -29,19 +29,19 @@ LATENCIES = [2, 4, 6] if LONG else [2, 6]
 
 def make(L, seed=SEED, period=40, **kw):
     # 4 wheel entries per flow: the input hold margin (pipeline depth + 5) leaves room
-    cfg = small_config(out_fifo_depth=L + 4, wheel_entries_per_flow=4, **kw)
+    cfg = small_config(out_fifo_depth=min_out_fifo_depth(L), wheel_entries_per_flow=4, **kw)
     return Harness(cfg, ToyDatapath(cfg.time_width, period=period, latency=L), seed=seed)
 
 
 def test_fifo_depth_must_cover_the_pipeline():
-    cfg = small_config(out_fifo_depth=7)
+    cfg = small_config(out_fifo_depth=min_out_fifo_depth(4) - 1)
     with warnings.catch_warnings():
         # the half-built component is never elaborated: silence its "unused" warning
         warnings.simplefilter("ignore")
         with pytest.raises(ConfigError, match="out_fifo_depth"):
             FlowEngine(cfg, ToyDatapath(cfg.time_width, latency=4))
         gc.collect()
-    ok = FlowEngine(small_config(out_fifo_depth=8), ToyDatapath(12, latency=4))
+    ok = FlowEngine(small_config(out_fifo_depth=min_out_fifo_depth(4)), ToyDatapath(12, latency=4))
     ok._MustUse__silence = True
 
 

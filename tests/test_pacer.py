@@ -93,9 +93,10 @@ def harness(cfg=None, seed=SEED) -> Harness:
 
 def grants_of(h: Harness, flow: int) -> list[tuple[int, int]]:
     """(grant cycle, grant number) of a flow, from the rate records taken (rate always ready:
-    a record taken at c is the grant issued at c - 3 - latency: c - 4, c - 6 in a byte-mode
-    build and in the three-cycle update's)."""
-    lat = 3 + h.dp.latency
+    a record taken at c is the grant issued at c - 4 - latency: the table's three read
+    cycles, the update's, the write-back's into the FIFO: c - 5, c - 7 in a byte-mode build
+    and in the three-cycle update's)."""
+    lat = 4 + h.dp.latency
     return [(c - lat, v) for c, f, v in h.rates if f == flow and v]
 
 
@@ -120,13 +121,13 @@ def test_config_errors():
     with pytest.raises(ConfigError, match="update_cycles"):
         PacerConfig(update_cycles=3, byte_mode=True)
     # the update's cycles (the datapath latency) and the re-issue distance, by hand: the
-    # pipeline (issue, RAM read, the update's cycles, write-back) plus the wheel's insert
-    # latency 4: 1 + 1 + 1 + 4 = 7, 8 at two cycles, 9 at three (the byte mode's: the
-    # product's two cycles, then the update's: 1 + 1 + 3 + 4 = 9, 10 with the two-cycle
-    # update: 1 + 1 + 4 + 4)
-    for kw, lat, reissue in (({}, 1, 7), ({"update_cycles": 2}, 2, 8),
-                             ({"update_cycles": 3}, 3, 9), ({"byte_mode": True}, 3, 9),
-                             ({"byte_mode": True, "update_cycles": 2}, 4, 10)):
+    # pipeline (issue, the table's read over two cycles, the update's cycles, write-back) plus
+    # the wheel's insert latency 4: 1 + 2 + 1 + 4 = 8, 9 at two cycles, 10 at three (the byte
+    # mode's: the product's two cycles, then the update's: 1 + 2 + 3 + 4 = 10, 11 with the
+    # two-cycle update: 1 + 2 + 4 + 4)
+    for kw, lat, reissue in (({}, 1, 8), ({"update_cycles": 2}, 2, 9),
+                             ({"update_cycles": 3}, 3, 10), ({"byte_mode": True}, 3, 10),
+                             ({"byte_mode": True, "update_cycles": 2}, 4, 11)):
         c = PacerConfig(**kw)
         assert (c.latency, c.min_interval, PacerDatapath(c).latency) == (lat, reissue, lat)
     # a packet-only build (the default): no size in a tx payload, no byte-mode interval, no
@@ -188,7 +189,7 @@ def run_model_schedule(intervals, grants_wanted, *, time_width=18, ival_int_bits
     first_tx: dict[int, int] = {}
     started = False
     total = 0
-    # the counters count a grant at its write-back (issue + 3), the log at its output (+ 4):
+    # the counters count a grant at its write-back (issue + 4), the log at its output (+ 5):
     # without prefill (below one grant per clock) the run ends when they cover the same grants
     while total < grants_wanted or (prefill is None and m.counters["expiries"] != total):
         c = m.cycle
@@ -222,13 +223,13 @@ def test_model_million_grants_no_drift():
     counters; the lateness-0 grants equal the rounded ideal time exactly; the lateness does not
     grow over the run.
 
-    The build: the tops' (``update_cycles`` 3, re-issue distance R = 9) by default,
-    ``CC_PACER_CYCLES=1`` or ``2`` for the others (R = 7, 8); the fast intervals are the
-    one-cycle build's plus R - 7 cycles, so the fastest keeps its 2.25 cycles of slack over
-    the re-issue distance (at 9.25 cycles and R = 9 a flow makes up 0.25 cycles per grant
-    after a collision: at 0.7 grants per clock its lateness reaches hundreds of cycles)."""
+    The build: the tops' (``update_cycles`` 3, re-issue distance R = 10) by default,
+    ``CC_PACER_CYCLES=1`` or ``2`` for the others (R = 8, 9); the fast intervals below plus
+    R - 7 cycles, so the fastest keeps its 2.25 cycles of slack over the re-issue distance
+    (at 9.25 cycles and R = 9 a flow makes up 0.25 cycles per grant after a collision: at 0.7
+    grants per clock its lateness reaches hundreds of cycles)."""
     cycles = int(os.environ.get("CC_PACER_CYCLES", "3"))
-    slack = {1: 0, 2: 1, 3: 2}[cycles]               # R - 7, by hand: R = cycles + 6
+    slack = {1: 1, 2: 2, 3: 3}[cycles]               # R - 7, by hand: R = cycles + 7
     intervals = [q(9.25), q(9.5) + 13, q(10.1), q(10.7) + 1, q(11.3), q(12.05), q(13.9),
                  q(15.3)]
     intervals = [iv + q(slack) for iv in intervals] + [q(5000.123), q(65535.999)]
@@ -310,7 +311,7 @@ def test_rate_change_while_queued():
     """One flow with 40 packets at interval 40.5: a CN to 15 (speed-up) takes effect at the next
     grant (previous ideal time + 15); a CN to 90 (slow-down) likewise; a CN to 20 long after
     the previous grant (its time already past) grants at once, then every 20.  (The
-    three-cycle update's build: the re-issue distance is 9, see below.)"""
+    three-cycle update's build: the re-issue distance is 10, see below.)"""
     h = harness(small(cycles=3))
 
     async def body(ctx):
@@ -321,7 +322,7 @@ def test_rate_change_while_queued():
         h.queues["tx"].append((2, 40))
         await h.run(ctx, 85)            # grants at t0, t0 + 40.5 -> +41, +81 (+121.5 next)
         # -> the next grant at t0 + 81 + 15 = t0 + 96, at least the re-issue distance after
-        # the CN (about t0 + 85, 11 cycles; the distance is 9 at three cycles: 7, 8 for the
+        # the CN (about t0 + 85, 11 cycles; the distance is 10 at three cycles: 8, 9 for the
         # other builds): on time (a CN less than that before its new time is late)
         h.queues["cn"].append((2, q(15)))
         await h.run(ctx, 75)
@@ -356,23 +357,25 @@ def test_rate_change_while_queued():
     assert len(g) == 40 or h.model.flows[2].algo["backlog"] == 40 - len(g)
 
 
-@pytest.mark.parametrize("ival,cycles", [(7, 1), (7, 3), (255, 3)])
+@pytest.mark.parametrize("ival,cycles", [(8, 1), (7, 1), (8, 3), (255, 3)])
 def test_fastest_and_slowest_intervals(ival, cycles):
-    """The fastest interval paced exactly (7 cycles in the one-cycle build: a grant every 7th
-    cycle, lateness 0); in the three-cycle update's build the same interval is served at the
-    engine's limit of one grant per 9 cycles per flow (late, counted: grants exactly 9 apart,
-    the times a 9-cycle interval would have exactly, without lateness); the
+    """The fastest interval paced exactly (8 cycles in the one-cycle build: a grant every 8th
+    cycle, lateness 0); 7 cycles in that build, and 8 in the three-cycle update's build, are
+    served at the engine's limit of one grant per 8 (10) cycles per flow (late, counted:
+    grants exactly 8 (10) apart, the times such an interval would have exactly, without
+    lateness); the
     slowest (255 + 65535/65536 cycles at W = 10, beyond the 128-cycle horizon: parked and
     re-evaluated) exact to its rounded-up ideal times."""
-    # by hand: a grant issued at c is read at c + 1, updated over the datapath's cycles and
-    # written back at c + cycles + 2, which inserts its next deadline into the wheel; the
-    # wheel pops an entry 4 cycles after its insert at the earliest: c + cycles + 6
-    reissue = {1: 7, 3: 9}[cycles]
+    # by hand: a grant issued at c has its address registered at c + 1, its word out of the
+    # table at c + 3, is updated over the datapath's cycles and written back at
+    # c + cycles + 3, which inserts its next deadline into the wheel; the wheel pops an entry
+    # 4 cycles after its insert at the earliest: c + cycles + 7
+    reissue = {1: 8, 3: 10}[cycles]
     h = harness(tiny(cycles) if ival == 255 else small(cycles=cycles))
     assert h.dp.config.min_interval == reissue
     iv = (ival << F) + (0xFFFF if ival == 255 else 0)
     n = 30 if ival < 100 else 5
-    run = 30 * 9 + 30 if ival < 100 else 4 * 256 + 60
+    run = 30 * 10 + 30 if ival < 100 else 4 * 256 + 60
 
     async def body(ctx):
         await h.wait_ready(ctx)
@@ -394,7 +397,7 @@ def test_fastest_and_slowest_intervals(ival, cycles):
 
 
 def test_wheel_wrap():
-    """W = 10 (the time wraps every 1024 cycles): a flow at 200.5 cycles and one at 7.75 for
+    """W = 10 (the time wraps every 1024 cycles): a flow at 200.5 cycles and one at 8.75 for
     three wraps, each on its rounded-up ideal schedule counted in cycles that do not wrap (a
     grant is late only when two flows fall due in one cycle: the lateness measured here from
     the ideal times sums to the engine's late_sum counter), and a third flow that goes idle and
@@ -404,7 +407,7 @@ def test_wheel_wrap():
     async def body(ctx):
         await h.wait_ready(ctx)
         h.start_all([1, 6, 11])
-        h.queues["ctl"] += [(1, CtlOp.WRITE, IVAL, q(200.5)), (6, CtlOp.WRITE, IVAL, q(7.75)),
+        h.queues["ctl"] += [(1, CtlOp.WRITE, IVAL, q(200.5)), (6, CtlOp.WRITE, IVAL, q(8.75)),
                             (11, CtlOp.WRITE, IVAL, q(60))]
         await h.drain(ctx)
         await h.run(ctx, 20)
@@ -419,7 +422,7 @@ def test_wheel_wrap():
     late = []
     t11 = [h.taken["tx"][3], h.taken["tx"][5]]
     expect = {1: ideal_times(h.taken["tx"][0], q(200.5), F, 20),
-              6: ideal_times(h.taken["tx"][1], q(7.75), F, 700),
+              6: ideal_times(h.taken["tx"][1], q(8.75), F, 700),
               11: [t11[0], t11[0] + 60, t11[1], t11[1] + 60, t11[1] + 120]}
     for f, ideal in expect.items():
         g = [c for c, _ in grants_of(h, f)]
@@ -436,7 +439,7 @@ def test_backpressure_on_grants():
     """Two flows at 9.5 and 13 cycles (0.18 grants per clock), the grant stream ready 5 % of
     the time for 300 cycles: grants wait (the engine holds issue while its output FIFO is
     full) and are counted late; once the stream is ready again the late grants catch up (one
-    per 7 cycles per flow) and then keep their original grid (no drift)."""
+    per 8 cycles per flow) and then keep their original grid (no drift)."""
     h = harness(seed=SEED + 5)
     ivs = {3: q(9.5), 12: q(13)}
 
@@ -461,10 +464,10 @@ def test_backpressure_on_grants():
         assert [v for _, v in recs] == list(range(1, len(recs) + 1))   # none lost
         for c, v in recs:
             ideal = math.ceil(ideal_time(t0, iv, F, v - 1))
-            assert c - 4 >= ideal                        # never early
+            assert c - 5 >= ideal                        # never early (issue + 5: the record)
             if c > h.cycle - 300:
-                assert c - 4 - ideal <= 1, (f, v, c)     # back on the grid (1: a collision)
-                exact += c - 4 == ideal
+                assert c - 5 - ideal <= 1, (f, v, c)     # back on the grid (1: a collision)
+                exact += c - 5 == ideal
     assert exact > 30
 
 
@@ -530,23 +533,23 @@ BURST_CASES = [(0, 20.0, 1), (30, 20.0, 3), (5, 20.5, 3), (2047, 20.0, 3)]
 @pytest.mark.parametrize("burst,ival,cycles", BURST_CASES)
 def test_burst_cap(burst, ival, cycles):
     """A flow of 14 packets whose first send time d is written about 100 cycles in the past:
-    its first grant comes at c = (the ARMED WRITE) + R (the WRITE's re-evaluation; R = 7 in
-    the one-cycle build, 9 with the three-cycle update), x = c - d late.  By hand, with the grant's
+    its first grant comes at c = (the ARMED WRITE) + R (the WRITE's re-evaluation; R = 8 in
+    the one-cycle build, 10 with the three-cycle update), x = c - d late.  By hand, with the grant's
     deadline capped to max(deadline, t - burst) (fraction kept) and one grant per R cycles
     per flow at most:
 
     - burst 0: no catch-up, the grid restarts at c: c, c + 20, c + 40, ...;
-    - burst 30: c (capped: ideal c - 30), c - 10 -> popped at c + R (R - 10 + 20 late: not
+    - burst 30: c (capped: ideal c - 30), c - 10 -> popped at c + R (R + 10 late: not
       capped), c + 10 -> at c + 2R (2R - 10 late), then on the grid c + 30, c + 50, ...;
-      late_sum x + 3R - 20 (R = 7: x + 21, R = 9: x + 27);
+      late_sum x + 3R (R = 8: x + 24, R = 10: x + 30);
     - burst 5, I = 20.5, the first send time written as d - 0.5 (ceil: d): capped to ideal
       c - 5.5 (the deadline's integer part moves to c - 5, its fraction stays):
       ceil(c - 5.5 + 20.5 k): c + 15, c + 36, c + 56, c + 77, ...;
     - burst 2047 (the maximum at W = 12: the reset value, no cap): today's catch-up, one
       grant per R cycles until the ideal grid d + 20 k is reached (20 - R cycles of
-      lateness made up per grant: with R = 9 and x up to 130, 12 grants after the first)."""
-    # (R by hand as in test_fastest_and_slowest_intervals: cycles + 6)
-    R = {1: 7, 3: 9}[cycles]
+      lateness made up per grant: with R = 10 and x up to 130, 13 grants after the first)."""
+    # (R by hand as in test_fastest_and_slowest_intervals: cycles + 7)
+    R = {1: 8, 3: 10}[cycles]
     h = harness(small(cycles=cycles))
     iv = q(ival)
     n = 14
@@ -593,7 +596,7 @@ def test_burst_cap(burst, ival, cycles):
     late = [a - b for a, b in zip(g, ideal, strict=True)]
     assert h.stats == {"late_sum": sum(late), "late_max": x, "expiries": n}, (h.stats, late)
     if burst == 30:
-        assert sum(late) == x + {7: 21, 9: 27}[R]
+        assert sum(late) == x + {8: 24, 10: 30}[R]
 
 
 # -- byte mode -----------------------------------------------------------------------------------
@@ -693,7 +696,7 @@ def run_model_bytes(n_flows, grants_wanted, seed):
             sizes[flow].append(size)
             reports.append((flow, report(size)))
             total += 1
-    # the counters count a grant at its write-back (issue + 3), the log at its output (+ 4):
+    # the counters count a grant at its write-back (issue + 4), the log at its output (+ 5):
     # one more cycle of outputs makes them cover the same grants
     counters = dict(m.counters)
     o = m.step()

@@ -16,7 +16,7 @@ import random
 import pytest
 
 from hw.nic.flow_datapath import CtlOp, EventKind
-from hw.nic.flow_engine_config import FlowEngineConfig
+from hw.nic.flow_engine_config import FlowEngineConfig, min_out_fifo_depth
 from hw.nic.swift_config import SwiftConfig
 from hw.nic.swift_engine import SWIFT_PIPE_LATENCY, SwiftDatapath, SwiftOp
 from hw.params import ConfigError
@@ -164,7 +164,8 @@ def test_engine_random_events_over_many_flows():
     n_flows = FLOWS
     events = 100_000 if LONG else 60
     dp = SwiftDatapath(SwiftConfig())
-    cfg = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=dp.latency + 4, wheel_horizon=128,
+    cfg = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=min_out_fifo_depth(dp.latency),
+                           wheel_horizon=128,
                            wheel_slots=max(256, 2 * n_flows), wheel_entries_per_flow=1)
     h = Harness(cfg, dp, seed=SEED, model_dp=SwiftDatapathModel)
     h.p_rate_ready, h.p_rd_ready = 0.8, 0.7

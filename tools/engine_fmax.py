@@ -27,7 +27,7 @@ from gateware.export import export_component
 from gateware.synth import FAMILIES, _run_family, _sha, export_for
 from hw.nic.flow_datapath import ToyDatapath
 from hw.nic.flow_engine import FlowEngine
-from hw.nic.flow_engine_config import FlowEngineConfig
+from hw.nic.flow_engine_config import FlowEngineConfig, min_out_fifo_depth
 from hw.nic.timer_wheel import TimerWheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def main(argv=None):
     if a.stub_wheel and a.timer != "wheel":
         ap.error("--stub-wheel replaces the wheel only (the stub has the wheel's ports)")
     cfg = FlowEngineConfig(n_flows=a.flows, wheel_horizon=a.horizon, wheel_slots=a.wheel_slots,
-                           out_fifo_depth=max(8, a.latency + 4),
+                           out_fifo_depth=max(8, min_out_fifo_depth(a.latency)),
                            wheel_insert_latency=a.wheel_insert_latency, timer=a.timer)
     dp = ToyDatapath(cfg.time_width, period=4000, latency=a.latency)
     stub = StubWheel if a.stub_wheel else None

@@ -1,5 +1,5 @@
 """Simple dual-port block RAM with read latency 2 (a registered output, or with ``addr_reg`` a
-registered address), one component for every target.
+registered address) or 3 (both), one component for every target.
 
 :class:`Bram` elaborates in one of two forms, chosen by the elaboration platform:
 
@@ -59,6 +59,11 @@ Ports
   Cycle behaviour is the same as the default form's (the RAM reads one cycle later, so it may
   also see the word written in c + 1, which the collision rule lets the user forward anyway).
   Not with ``r_en_next``.
+- ``addr_reg=True, out_reg=True``: both, read latency 3 (``r_addr`` of cycle c on ``r_data``
+  in c + 3; the DP16KD with ``REGMODE_B = "OUTREG"``): the route into the RAM starts at a
+  flip-flop and the data leaves the block's output register (the flow engine's table: its
+  arbiter ends at the address register and its datapath starts at the output register).
+  ``latency`` says which (2 or 3).
 
 Latency 2 (address at c, data at c + 2); throughput one read and one write per clock.
 
@@ -124,8 +129,8 @@ def ecp5_tiling(width: int, depth: int) -> tuple[int, int, int, int]:
 
 
 class Bram:
-    """Simple dual-port RAM, read latency 2 (see the module docstring for ports, rules and
-    ``addr_reg``).
+    """Simple dual-port RAM, read latency 2, or 3 with both ``addr_reg`` and ``out_reg`` (see
+    the module docstring for ports, rules and the options).
 
     Not a submodule: :meth:`build` adds the memory and its output register (or the DP16KD
     instances) to the user's module, so the ports are plain signals of that module (a
@@ -135,7 +140,8 @@ class Bram:
     in the Verilog as unused aliases)."""
 
     def __init__(self, shape, depth: int, *, name: str = "bram", r_addr=None, r_en=None,
-                 r_en_next=None, read_a: bool = False, addr_reg: bool = False):
+                 r_en_next=None, read_a: bool = False, addr_reg: bool = False,
+                 out_reg: bool | None = None):
         if depth < 1:
             raise ValueError(f"depth={depth}: at least 1 word")
         self.shape = shape
@@ -151,6 +157,12 @@ class Bram:
         if addr_reg and r_en_next is not None:
             raise ValueError("addr_reg and r_en_next are exclusive")
         self.addr_reg = addr_reg
+        # the output register: always without addr_reg, optional with it (latency 3)
+        self.out_reg = (not addr_reg) if out_reg is None else out_reg
+        if not addr_reg and not self.out_reg:
+            raise ValueError("out_reg=False needs addr_reg=True (latency 2 at least)")
+        #: the read latency: r_addr at c, r_data at c + latency
+        self.latency = 1 + addr_reg + self.out_reg
         self.r_en_next = r_en_next
         if r_en_next is not None:       # the registered enable (see the module docstring)
             r_en = Signal(init=1, name=f"{name}_r_en_q", reset_less=True)
@@ -184,7 +196,7 @@ class Bram:
                           transparent_for=())
             m.d.sync += self.a_data.eq(adata)
         m.submodules[self.name] = mem
-        if self.addr_reg:
+        if not self.out_reg:
             m.d.comb += self.r_data.eq(rdata)
         else:
             with m.If(self.r_en):
@@ -264,7 +276,7 @@ class Bram:
                     "DP16KD",
                     p_DATA_WIDTH_A=w, p_DATA_WIDTH_B=w,
                     p_REGMODE_A="OUTREG" if self.read_a else "NOREG",
-                    p_REGMODE_B="NOREG" if self.addr_reg else "OUTREG",
+                    p_REGMODE_B="OUTREG" if self.out_reg else "NOREG",
                     p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
                     p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
                     p_WRITEMODE_A="READBEFOREWRITE" if self.read_a else "NORMAL",
@@ -290,14 +302,15 @@ class Bram:
         else:
             # the bank of the data on r_data: the read address's bank, through the same two
             # register stages as the data
-            # (with addr_reg, ``ra`` is already the first register: one more stage)
+            # (with addr_reg, ``ra`` is already the first register: one more stage with the
+            # output register, none without)
             bsel1 = Signal(range(banks), name=f"{name}_bsel1", reset_less=True)
             if self.r_en_next is not None:
                 m.d.sync += self.r_en.eq(self.r_en_next)
             with m.If(self.r_en):
                 m.d.sync += bsel1.eq(ra[lw:])
             bsel = bsel1
-            if not self.addr_reg:
+            if self.out_reg:
                 bsel = Signal(range(banks), name=f"{name}_bsel2", reset_less=True)
                 with m.If(self.r_en):
                     m.d.sync += bsel.eq(bsel1)

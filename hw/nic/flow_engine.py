@@ -20,13 +20,21 @@ from ..lib.arith import delayed, named_wire
 from ..lib.bram import Bram
 from ..params import ConfigError
 from .flow_datapath import CtlOp, EventKind, FlowDatapath, time_le
-from .flow_engine_config import COUNTER_BASE, CSR_ADDR_WIDTH, CSR_DATA_WIDTH, FlowEngineConfig
+from .flow_engine_config import (
+    COUNTER_BASE,
+    CSR_ADDR_WIDTH,
+    CSR_DATA_WIDTH,
+    TABLE_LATENCY,
+    FlowEngineConfig,
+    min_out_fifo_depth,
+)
 from .timer_wheel_config import INSERT_LATENCY
 
 __all__ = ["FlowEngine", "Src", "COUNTERS", "LATE_BUCKETS", "WHEEL_STATS", "CALENDAR_STATS",
            "timer_stats", "engine_layouts",
            "late_bucket", "PIPE_DEPTH", "REEVAL",
-           "WHEEL_MARGIN", "MAX_ENTRIES", "next_gen", "pipe_depth", "reeval", "wheel_margin",
+           "WHEEL_MARGIN", "MAX_ENTRIES", "TABLE_LATENCY", "min_out_fifo_depth", "next_gen",
+           "pipe_depth", "reeval", "wheel_margin",
            "check_wheel_margin"]
 
 
@@ -54,9 +62,10 @@ def timer_stats(config: FlowEngineConfig) -> list:
 LATE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 63), (64, 255), (256, None)]
 def pipe_depth(latency: int = 1) -> int:
     """The write-back stage's number: an event accepted (issued) at cycle c is read from the
-    table at c + 1, modified over the datapath's ``latency`` cycles from c + 2, written back at
-    c + latency + 2 and its output is on ``rate``/``rd`` from c + latency + 3."""
-    return latency + 2
+    table at c + 1 (its address registered), its word is out of the RAM's output register at
+    c + 3, modified over the datapath's ``latency`` cycles from c + 3, written back at
+    c + latency + 3 and its output is on ``rate``/``rd`` from c + latency + 4."""
+    return latency + TABLE_LATENCY
 
 
 def reeval(latency: int = 1, insert_latency: int = INSERT_LATENCY) -> int:
@@ -151,21 +160,22 @@ class FlowEngine(wiring.Component):
       rate (out stream {flow, rate}: every change of a flow's rate), rd (out stream {flow,
       word}: READ responses, the whole state word); ready (init sweep done); now (cycle count).
 
-    Latency: an event accepted at cycle c produces its ``rate``/``rd`` output at c + 4 (valid on
-    the output stream that cycle if the FIFO was empty).  Throughput: one event per clock,
+    Latency: an event accepted at cycle c produces its ``rate``/``rd`` output at
+    c + latency + 4 (:func:`pipe_depth` + 1; valid on the output stream that cycle if the FIFO
+    was empty), c + 5 with a one-cycle datapath.  Throughput: one event per clock,
     same flow or not, as long as the outputs are drained (credits: an event is issued only if
     the output FIFOs have room for everything in flight).
     """
 
     def __init__(self, config: FlowEngineConfig, datapath: FlowDatapath, wheel=None):
         assert datapath.time_width == config.time_width, "datapath built for another time_width"
-        need = pipe_depth(datapath.latency) + 2
+        need = min_out_fifo_depth(datapath.latency)
         if config.out_fifo_depth < need:
             # every stage in flight may write an output: one event per clock needs room for them
             # plus the entry written last cycle and the one of the event issued now
             raise ConfigError(config, "out_fifo_depth", config.out_fifo_depth,
-                              f">= {need} (datapath latency {datapath.latency} + 4) for one "
-                              "event per clock")
+                              f">= {need} (datapath latency {datapath.latency} + "
+                              f"{need - datapath.latency}) for one event per clock")
         check_wheel_margin(config, datapath.latency)
         self.config = config
         self.dp = datapath
@@ -209,13 +219,17 @@ class FlowEngine(wiring.Component):
         regs = Signal(dp.regs_layout, init=dp.regs_reset())
 
         # -- flow table --------------------------------------------------------------------
-        # read latency 2 (address at issue, data in the first modify stage).  The address is
-        # registered in front of the RAM (``addr_reg``) and the data leaves the RAM's read
-        # register without an output register: the issue address is the end of the arbiter's
-        # path (a source's busy check, the priority, the issue multiplexer), and the route
-        # into the block RAMs then starts at a flip-flop instead (the L = 4 engine's critical
-        # path, 13.4 ns of which 3.7 ns route, before)
-        table = Bram(word_lay, N, name="table", addr_reg=True)
+        # read latency 3 (address at issue, data in the first modify stage, stage 3).  The
+        # address is registered in front of the RAM (``addr_reg``): the issue address is the
+        # end of the arbiter's path (a source's busy check, the priority, the issue
+        # multiplexer), and the route into the block RAMs starts at a flip-flop (the L = 4
+        # engine's critical path, 13.4 ns of which 3.7 ns route, without it).  The data leaves
+        # the RAM's output register (``out_reg``): the datapath's first modify cycle computes
+        # on the forwarding multiplexer's choice, and the RAM's clock-to-data without that
+        # register (5.6-5.8 ns at speed 6) was on the real datapaths' paths (QCN's byte
+        # counter compare, DCQCN's timer compares, with read latency 2).
+        table = Bram(word_lay, N, name="table", addr_reg=True, out_reg=True)
+        assert table.latency == TABLE_LATENCY
         table.build(m, platform)
 
         # -- timer wheel -------------------------------------------------------------------
@@ -249,7 +263,10 @@ class FlowEngine(wiring.Component):
             "value": lay["ctl"].members["value"], "gen": 2})
 
         L = dp.latency
+        TL = TABLE_LATENCY
+        M0 = TL                     # the first modify stage (the table's word is out)
         WB = pipe_depth(L)          # the write-back stage
+        ML = WB - 1                 # the last modify stage
         IL = cfg.timer_config().insert_latency     # 4 ... 6 for the wheel, 10 for the calendar
         MARGIN = wheel_margin(L, IL)
 
@@ -257,17 +274,17 @@ class FlowEngine(wiring.Component):
             return (Signal(name=f"s{k}_valid"), Signal(ev_lay, name=f"s{k}_ev"),
                     Signal(W, name=f"s{k}_t"))
 
-        # stages 1 (RAM read) ... WB (write-back) carry the whole event
+        # stages 1 (address register) ... WB (write-back) carry the whole event
         sv, sev, st_t = {}, {}, {}
         for k in range(1, WB + 1):
             sv[k], sev[k], st_t[k] = stage(k)
         for k in range(2, WB + 1):
             m.d.sync += [sv[k].eq(sv[k - 1]), sev[k].eq(sev[k - 1]), st_t[k].eq(st_t[k - 1])]
-        # after write-back, the word written and its flow: stages WB + 1 ... WB + L + 2 (the
+        # after write-back, the word written and its flow: stages WB + 1 ... WB + L + TL (the
         # forwarding sources of the modify stage and of the wheel bookkeeping, below); the
-        # valid bit and flow are compared up to stage WB + L + 1 only (the word of stage
-        # WB + L + 2 is a candidate selected by the compare made a stage earlier)
-        LAST = WB + L + 2
+        # valid bit and flow are compared up to stage WB + L + TL - 1 only (the word of stage
+        # WB + L + TL is a candidate selected by the compare made a stage earlier)
+        LAST = WB + L + TL
         wv = {k: Signal(name=f"s{k}_wvalid") for k in range(WB + 1, LAST)}
         wflow = {k: Signal(cfg.flow_width, name=f"s{k}_flow") for k in range(WB + 1, LAST)}
         wword = {k: Signal(word_lay, name=f"s{k}_word") for k in range(WB + 1, LAST + 1)}
@@ -368,19 +385,20 @@ class FlowEngine(wiring.Component):
                 with m.Default():
                     m.d.sync += regs.eq(regs)
 
-        # -- stage 1: RAM read; forwarding selects computed here, a stage early -----------------
-        # The event in stage 2 (first modify cycle) takes its flow's state from the newest of:
-        # the update just computed (stage WB, distance L), the words written back one and two
-        # cycles ago (WB + 1, WB + 2: the RAM read, a cycle after issue, missed them: the
+        # -- stages 1 ... TL - 1: the table's read; forwarding selects computed a stage early --
+        # The event in stage TL (first modify cycle) takes its flow's state from the newest of:
+        # the update just computed (stage WB, distance L), the words written back one to TL
+        # cycles ago (WB + 1 ... WB + TL: the RAM read, a cycle after issue, missed them: the
         # table takes a word at the end of its WB + 1 cycle), else the RAM.  The selects
-        # compare stage 1 with the stages one behind those.
-        s2_rdata = Signal(word_lay)
-        fwd = [Signal(name=f"fwd{i}") for i in range(3)]
-        m.d.comb += s2_rdata.eq(table.r_data)
+        # compare stage TL - 1 with the stages one behind those.
+        m0_rdata = Signal(word_lay)
+        fwd = [Signal(name=f"fwd{i}") for i in range(TL + 1)]
+        m.d.comb += m0_rdata.eq(table.r_data)
+        evp = sev[M0 - 1]
         for i, f in enumerate(fwd):
             k = WB - 1 + i
-            m.d.sync += f.eq(valid_at(k) & (flow_at(k) == sev[1].flow))
-        pre_now = dp.pre(m, kind=sev[1].src, tx_bytes=sev[1].bytes, cn=sev[1].cn, t=st_t[1],
+            m.d.sync += f.eq(valid_at(k) & (flow_at(k) == evp.flow))
+        pre_now = dp.pre(m, kind=evp.src, tx_bytes=evp.bytes, cn=evp.cn, t=st_t[M0 - 1],
                          regs=regs)
         pre = {}
         for name, value in pre_now.items():
@@ -389,28 +407,26 @@ class FlowEngine(wiring.Component):
             m.d.sync += reg.eq(value)
             pre[name] = reg
 
-        # -- stages 2 ... L + 1: modify (the datapath's L cycles) ---------------------------------
+        # -- stages TL ... WB - 1: modify (the datapath's L cycles) ------------------------------
         wb_algo = Signal(dp.state_layout, name=f"s{WB}_algo")
         wb_en = Signal(name=f"s{WB}_en")
         st = Signal(dp.state_layout)
         en_in = Signal()
         with m.If(fwd[0]):
             m.d.comb += [st.eq(wb_algo), en_in.eq(wb_en)]
-        with m.Elif(fwd[1]):
-            m.d.comb += [st.eq(wword[WB + 1].algo), en_in.eq(wword[WB + 1].en)]
-        with m.Elif(fwd[2]):
-            m.d.comb += [st.eq(wword[WB + 2].algo), en_in.eq(wword[WB + 2].en)]
+        for i in range(1, TL + 1):
+            with m.Elif(fwd[i]):
+                m.d.comb += [st.eq(wword[WB + i].algo), en_in.eq(wword[WB + i].en)]
         with m.Else():
-            m.d.comb += [st.eq(s2_rdata.algo), en_in.eq(s2_rdata.en)]
-        ev2 = sev[2]
+            m.d.comb += [st.eq(m0_rdata.algo), en_in.eq(m0_rdata.en)]
+        ev2 = sev[M0]
         kind = Signal(EventKind)
         m.d.comb += kind.eq(Mux(ev2.src == Src.CTL, EventKind.TIMER, ev2.src))
-        applied = named_wire(m, "applied", sv[2] & (ev2.src != Src.CTL) & en_in)
-        out = dp.build(m, state=st, kind=kind, tx_bytes=ev2.bytes, cn=ev2.cn, t=st_t[2],
+        applied = named_wire(m, "applied", sv[M0] & (ev2.src != Src.CTL) & en_in)
+        out = dp.build(m, state=st, kind=kind, tx_bytes=ev2.bytes, cn=ev2.cn, t=st_t[M0],
                        regs=regs, pre=pre, valid=applied)
 
-        # the last modify stage (L + 1): the datapath's result meets the control operation
-        ML = L + 1
+        # the last modify stage (WB - 1): the datapath's result meets the control operation
         evl = sev[ML]
         st_l = Signal(dp.state_layout, name="st_last")
         m.d.comb += st_l.eq(delayed(m, st, L - 1, name="st"))
@@ -455,8 +471,8 @@ class FlowEngine(wiring.Component):
         s3_expired, s3_late, s3_applied = Signal(), Signal(W), Signal()
         # the RAM's wheel fields, carried to write-back (forwarded there if stale)
         s3_rdata_q = Signal(word_lay)
-        m.d.comb += s3_rdata_q.eq(delayed(m, s2_rdata, L, name="rdata"))
-        gq = [Signal(name=f"gq{i}") for i in range(3)]
+        m.d.comb += s3_rdata_q.eq(delayed(m, m0_rdata, L, name="rdata"))
+        gq = [Signal(name=f"gq{i}") for i in range(TL + 1)]
         m.d.sync += [
             wb_algo.eq(algo_next), wb_en.eq(en_next),
             s3_old_rate.eq(st_l[dp.rate_field]),
@@ -465,7 +481,7 @@ class FlowEngine(wiring.Component):
             s3_applied.eq(applied_l),
         ]
         # The write-back stage's wheel fields: the newest write of its flow that its RAM read
-        # (a cycle after issue) missed: distance L, L + 1, L + 2 (nearer ones cannot be of its
+        # (a cycle after issue) missed: distance L ... L + TL (nearer ones cannot be of its
         # flow)
         for i, g in enumerate(gq):
             k = WB + L - 1 + i
@@ -474,25 +490,20 @@ class FlowEngine(wiring.Component):
         # -- stage WB: write-back, wheel bookkeeping (its own one-cycle loop), outputs ----------
         s3_valid, s3_ev, s3_t = sv[WB], sev[WB], st_t[WB]
         s3_algo, s3_en = wb_algo, wb_en
-        # The wheel fields come from one of four registers (three forwarded words, the RAM's);
-        # the deadline compares below are made on all four in parallel and the results
-        # selected with them, so the compares' carry chains are not behind the select.
-        cands = [wword[WB + L], wword[WB + L + 1], wword[WB + L + 2], s3_rdata_q]
-        q_in = Signal(word_lay)
-        with m.If(gq[0]):
-            m.d.comb += q_in.eq(cands[0])
-        with m.Elif(gq[1]):
-            m.d.comb += q_in.eq(cands[1])
-        with m.Elif(gq[2]):
-            m.d.comb += q_in.eq(cands[2])
-        with m.Else():
-            m.d.comb += q_in.eq(cands[3])
+        # The wheel fields come from one of TL + 2 registers (TL + 1 forwarded words, the
+        # RAM's); the deadline compares below are made on all of them in parallel and the
+        # results selected with them, so the compares' carry chains are not behind the select.
+        cands = [wword[WB + L + i] for i in range(TL + 1)] + [s3_rdata_q]
 
-        def select(values, name):
-            sig = Signal(name=name)
-            m.d.comb += sig.eq(Mux(gq[0], values[0], Mux(gq[1], values[1],
-                                                          Mux(gq[2], values[2], values[3]))))
+        def select(values, name, shape=1):
+            """The first of ``values`` whose gq is set, else the last (the RAM's)."""
+            sig = Signal(shape, name=name)
+            v = values[-1]
+            for g, x in reversed(list(zip(gq, values[:-1], strict=True))):
+                v = Mux(g, x, v)
+            m.d.comb += sig.eq(v)
             return sig
+        q_in = select(cands, "q_in", word_lay)
         is_pop = s3_ev.src == Src.TIMER
         own_pop = named_wire(m, "own_pop", is_pop & q_in.q_valid & (q_in.q_gen == s3_ev.gen))
         q_valid1 = q_in.q_valid & ~own_pop
@@ -536,8 +547,8 @@ class FlowEngine(wiring.Component):
             # bookkeeping loop (candidate -> insert decision -> word written) has no carry
             # chain.  (With L = 1 the nearest candidate is the word being written.)
             rdata_ml = Signal(word_lay, name="rdata_ml")
-            m.d.comb += rdata_ml.eq(delayed(m, s2_rdata, L - 1, name="rdata_ml"))
-            pre_cands = [wword[WB + L - 1], wword[WB + L], wword[WB + L + 1], rdata_ml]
+            m.d.comb += rdata_ml.eq(delayed(m, m0_rdata, L - 1, name="rdata_ml"))
+            pre_cands = [wword[WB + L - 1 + i] for i in range(TL + 1)] + [rdata_ml]
             flags = []
             for i, (e, c) in enumerate(wake_flags(out.wake, pre_cands)):
                 e_r, c_r = Signal(name=f"earlier_q{i}"), Signal(name=f"close_q{i}")
@@ -581,7 +592,7 @@ class FlowEngine(wiring.Component):
         # pins across the chip.  The forwarding needs nothing more: the RAM reads a cycle after
         # issue (its address is registered), so a word written at the end of WB + 1 is missed
         # by exactly the reads that missed a word written at the end of WB before, and those
-        # are forwarded (stages WB ... WB + 2 into the modify stage, WB + L ... WB + L + 2
+        # are forwarded (stages WB ... WB + TL into the modify stage, WB + L ... WB + L + TL
         # into write-back).
         with m.If(swept):
             m.d.comb += [table.w_addr.eq(wflow[WB + 1][:AW] if AW else 0),

@@ -15,7 +15,8 @@ from ..params import BlockConfig, ConfigError, check_int
 from .timer_calendar_config import TimerCalendarConfig
 from .timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
 
-__all__ = ["FlowEngineConfig", "TIMERS", "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH", "COUNTER_BASE"]
+__all__ = ["FlowEngineConfig", "TIMERS", "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH", "COUNTER_BASE",
+           "TABLE_LATENCY", "min_out_fifo_depth"]
 
 #: Register-file address and data widths (the project's csr_w / csr_raddr convention).
 CSR_ADDR_WIDTH = 8
@@ -24,6 +25,17 @@ CSR_DATA_WIDTH = 32
 COUNTER_BASE = 0x80
 #: The timer services an engine can be built with.
 TIMERS = ("wheel", "calendar")
+#: The flow table's read latency: the issued flow's address registered in front of the RAM,
+#: the RAM's read register, its output register: the arbiter ends at a flip-flop and the
+#: datapath's first cycle starts at one (``hw.nic.flow_engine.pipe_depth`` builds on it).
+TABLE_LATENCY = 3
+
+
+def min_out_fifo_depth(latency: int = 1) -> int:
+    """The output FIFOs' least depth for one event per clock with a datapath of ``latency``
+    modify cycles: every pipeline stage in flight (``latency + TABLE_LATENCY``) may write a
+    record, plus the record written last cycle and the event issued now."""
+    return latency + TABLE_LATENCY + 2
 
 
 @dataclass(frozen=True)
@@ -37,9 +49,10 @@ class FlowEngineConfig(BlockConfig):
     clk_hz: the clock (156.25 MHz, the 10GbE MAC clock of a 64-bit datapath);
     wheel_horizon / wheel_slots: the timer wheel (horizon in cycles; slots a power of two);
     out_fifo_depth: depth of the ``rate`` and ``rd`` output FIFOs (>= the datapath's latency
-      + 4: latency + 2 events in flight, one entry written last cycle and one for the event
-      issued now, so that depth sustains one event per clock while the consumer takes one
-      output per clock; the engine checks it);
+      + 5, :func:`min_out_fifo_depth`: latency + 3 events in flight, one entry written last
+      cycle and one for the event issued now, so that depth sustains one event per clock while
+      the consumer takes one output per clock; the engine checks it; the default 20 covers
+      datapaths of up to 15 cycles, the pipelined DCQCN's 12 among them);
     wheel_entries_per_flow: wheel capacity reserved per flow (the wheel's capacity rule
       ``wheel_slots >= wheel_horizon + n_flows x wheel_entries_per_flow + 32`` is checked);
     wheel_insert_latency: the wheel's insert latency, 4, 5 or 6 (5 registers the wheel's
@@ -59,7 +72,7 @@ class FlowEngineConfig(BlockConfig):
     clk_hz: int = 156_250_000
     wheel_horizon: int = 32768
     wheel_slots: int = 65536
-    out_fifo_depth: int = 16
+    out_fifo_depth: int = 20
     wheel_entries_per_flow: int = 2
     wheel_insert_latency: int = INSERT_LATENCY
     timer: str = "wheel"

@@ -48,7 +48,7 @@ from ..lib.arith import delayed, named_wire
 from ..lib.pipemul import pipelined_product
 from ..params import BlockConfig, ConfigError, check_int
 from .flow_datapath import DatapathOut, EventKind, FlowDatapath, time_le
-from .flow_engine_config import FlowEngineConfig
+from .flow_engine_config import FlowEngineConfig, min_out_fifo_depth
 from .ldcp_window import LdcpWindowDatapath
 from .ldcp_window_config import (
     CW_WIDTH,
@@ -85,12 +85,12 @@ def check_parts(owner, name: str, part_type: type) -> None:
 
 
 def check_out_fifo(owner) -> None:
-    """The output FIFOs hold the datapath's latency + 4 entries (after the checks of the fields
-    ``owner.latency`` depends on)."""
-    depth, need = owner.engine.out_fifo_depth, owner.latency + 4
+    """The output FIFOs hold the datapath's latency + 5 entries (:func:`min_out_fifo_depth`;
+    after the checks of the fields ``owner.latency`` depends on)."""
+    depth, need = owner.engine.out_fifo_depth, min_out_fifo_depth(owner.latency)
     if depth < need:
         raise ConfigError(owner, "engine.out_fifo_depth", depth,
-                          f">= the datapath latency + 4 = {need}")
+                          f">= the datapath latency + {need - owner.latency} = {need}")
 
 
 def check_window_engine(owner, name: str, part_type: type) -> None:
@@ -119,7 +119,7 @@ class LdcpEngineConfig(BlockConfig):
     """The multi-flow LDCP window engine.
 
     engine: the multi-flow engine (flows, ``time_width`` W, wheel, output FIFOs; the FIFOs must
-      hold the datapath's latency + 4);
+      hold the datapath's latency + 5);
     window: the one-flow configuration (the registers' reset values: alpha, beta, gamma,
       cw_max, cw_init, RTT; and ``m``, which sizes the ACK payload's counts, ``12 m`` at most);
     div_steps: quotient bits of the release division per clock cycle (1 ... 8): the datapath's
@@ -127,7 +127,7 @@ class LdcpEngineConfig(BlockConfig):
     rel_width: bits of the per-flow release counter (2 ... 16), streamed with the window.
     """
 
-    engine: FlowEngineConfig = FlowEngineConfig(out_fifo_depth=30)
+    engine: FlowEngineConfig = FlowEngineConfig(out_fifo_depth=32)
     window: LdcpWindowConfig = LdcpWindowConfig()
     div_steps: int = 2
     rel_width: int = 8

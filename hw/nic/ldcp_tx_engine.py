@@ -76,7 +76,7 @@ class LdcpTxEngineConfig(BlockConfig):
     """The multi-flow LDCP sender.
 
     engine: the multi-flow engine (flows, ``time_width`` W, wheel, output FIFOs: at least the
-      datapath's latency + 4 entries);
+      datapath's latency + 5 entries);
     transport: the one-flow transport's configuration (LSN width, MTU - a build-time constant
       -, ``m``, the reset values of IW, CW_BDP and RTO; its ``window`` the PAWA registers'
       reset values);
@@ -84,7 +84,7 @@ class LdcpTxEngineConfig(BlockConfig):
     Latency: ``16 + ceil((W - 3) / div_steps)`` cycles (28 at W = 26, 2 steps per cycle).
     """
 
-    engine: FlowEngineConfig = FlowEngineConfig(out_fifo_depth=32)
+    engine: FlowEngineConfig = FlowEngineConfig(out_fifo_depth=34)
     transport: LdcpTransportConfig = field(
         default_factory=lambda: LdcpTransportConfig(window=LdcpWindowConfig(m=1)))
     div_steps: int = 2

@@ -88,8 +88,8 @@ class PacerDatapath(FlowDatapath):
     one event per clock across flows, the engine keeps two events of ONE flow at least L
     cycles apart (its write-back forwarding then delivers the first's result to the second;
     no half-done update is ever forwarded) and a grant's next deadline can pop ``reeval(L)``
-    = L + 6 cycles after it at the earliest (``PacerConfig.min_interval``: 8 at L = 2, 9 at
-    L = 3, 10 at L = 4).
+    = L + 7 cycles after it at the earliest (``PacerConfig.min_interval``: 9 at L = 2, 10 at
+    L = 3, 11 at L = 4).
     """
 
     name = "pacer"

@@ -36,7 +36,7 @@ from ..lib.csa import fit
 from ..lib.pipeline import Divider, Stages, lt, mul_rows, reduce_rows
 from ..params import BlockConfig, ConfigError, check_bool
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath
-from .flow_engine_config import FlowEngineConfig, check_engine_pair
+from .flow_engine_config import FlowEngineConfig, check_engine_pair, min_out_fifo_depth
 from .swift_config import (
     CW_BITS,
     CW_FRAC,
@@ -386,7 +386,8 @@ class SwiftEngineConfig(BlockConfig):
     """A Swift engine top: the engine's sizing and Swift's configuration (reset values, the
     flow-scaling ROM); ``pipelined``: the datapath's form."""
 
-    engine: FlowEngineConfig = FlowEngineConfig(out_fifo_depth=SWIFT_PIPE_LATENCY + 4)
+    engine: FlowEngineConfig = FlowEngineConfig(
+        out_fifo_depth=min_out_fifo_depth(SWIFT_PIPE_LATENCY))
     swift: SwiftConfig = SwiftConfig()
     pipelined: bool = True
 
@@ -407,7 +408,8 @@ class SwiftEngineConfig(BlockConfig):
 
     @classmethod
     def for_flows(cls, n_flows: int, **swift) -> SwiftEngineConfig:
-        engine = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=SWIFT_PIPE_LATENCY + 4)
+        engine = FlowEngineConfig(n_flows=n_flows,
+                                  out_fifo_depth=min_out_fifo_depth(SWIFT_PIPE_LATENCY))
         return cls(engine=engine, swift=SwiftConfig(clk_hz=engine.clk_hz, **swift))
 
 

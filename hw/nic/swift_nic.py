@@ -15,7 +15,7 @@ interval:
 - ``pace = 0`` (back at one packet or more): interval 0, the rule of the window-limited flow:
   its deadline no longer advances, so it is due at every event and every re-evaluation while it
   has packets: a grant per ``tx`` event that finds it due and, while backlogged, at least one
-  per ``REEVAL`` = 7 cycles (``hw.nic.pacer_config.MIN_INTERVAL``); the transport's window
+  per ``REEVAL`` = 8 cycles (``hw.nic.pacer_config.MIN_INTERVAL``); the transport's window
   (``floor(cwnd)`` packets in flight) is what limits it, the pacer passes its packets.
 
 Two reset values of the pacer differ from the stand-alone pacer's (:class:`NicPacerDatapath`):
@@ -48,10 +48,10 @@ Ports:
   once, ignoring them.  The read handshake is :mod:`hw.lib.csr_port`'s.
 
 Latency: an event accepted on ``cn`` at cycle c puts its record on the Swift engine's ``rate``
-at c + 57 (``SWIFT_PIPE_LATENCY`` + 3); the pacer takes it that cycle unless its arbiter issues
+at c + 58 (``SWIFT_PIPE_LATENCY`` + 4); the pacer takes it that cycle unless its arbiter issues
 a timer pop or a control operation (they go first); the pacer's update moves the flow's pending
 send time to ``max(next + new - old, now)``; a grant that move makes due now is on ``grant`` at
-c + 61, otherwise the flow's grants follow at the new spacing from its previous grant.
+c + 63, otherwise the flow's grants follow at the new spacing from its previous grant.
 Throughput: one Swift event per clock and one pacer event (one grant) per clock.
 """
 
@@ -80,8 +80,8 @@ __all__ = ["SwiftNic", "SwiftNicConfig", "NicPacerDatapath", "swift_nic",
            "SWIFT_NIC_ACK_TO_GRANT"]
 
 #: cycles from an ACK taken on ``cn`` to the grant it makes due now, on ``grant`` (the Swift
-#: engine's pipeline 54 + 2 + its output FIFO, then the pacer's 3 + its FIFO; nothing ahead)
-SWIFT_NIC_ACK_TO_GRANT = SWIFT_PIPE_LATENCY + 3 + 4
+#: engine's pipeline 54 + 3 + its output FIFO, then the pacer's 4 + its FIFO; nothing ahead)
+SWIFT_NIC_ACK_TO_GRANT = SWIFT_PIPE_LATENCY + 4 + 5
 
 
 class NicPacerDatapath(PacerDatapath):

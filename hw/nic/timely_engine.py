@@ -32,7 +32,7 @@ from ..lib.csa import fit
 from ..lib.pipeline import Divider, Stages, lt, mul_rows, reduce_rows, split_hi, split_lo
 from ..params import BlockConfig, ConfigError, check_bool
 from .flow_datapath import DatapathOut, DatapathTop, EventKind, FlowDatapath
-from .flow_engine_config import FlowEngineConfig, check_engine_pair
+from .flow_engine_config import FlowEngineConfig, check_engine_pair, min_out_fifo_depth
 from .timely_config import (
     APP_FRAC,
     DIFF_FRAC,
@@ -375,7 +375,7 @@ class TimelyEngineConfig(BlockConfig):
     @classmethod
     def for_flows(cls, n_flows: int, **timely) -> TimelyEngineConfig:
         lat = TIMELY_PIPE_LATENCY
-        engine = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=max(16, lat + 4))
+        engine = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=max(16, min_out_fifo_depth(lat)))
         return cls(engine=engine, timely=TimelyConfig(clk_hz=engine.clk_hz, **timely))
 
 

@@ -437,7 +437,7 @@ def measure_load(n_flows=1024, cycles=200_000, seed=1, cw0=0.5, p_mark=0.3, rtt_
     from .flow_engine import FlowEngineModel
     rng = random.Random(seed)
     win = LdcpWindowConfig(cw_init=cw0, rtt_us=rtt_us)
-    cfg = LdcpEngineConfig(engine=FlowEngineConfig(n_flows=n_flows, out_fifo_depth=30),
+    cfg = LdcpEngineConfig(engine=FlowEngineConfig(n_flows=n_flows, out_fifo_depth=32),
                            window=win)
     m = FlowEngineModel(cfg.engine, LdcpDatapathModel(LdcpDatapath(cfg)))
     m.log_issue = False

@@ -215,10 +215,10 @@ def ideal_times(t0: int, ival: int, frac_bits: int, count: int) -> list[int]:
 class GrantLog:
     """Collects grants from a :class:`~sim.models.flow_engine.FlowEngineModel` running the
     pacer: call :meth:`take` with each cycle's ``rate`` payload that was taken.  With the
-    ``rate`` stream always ready, a grant issued at cycle c is on ``rate`` at c + 3 + L, L the
-    datapath's latency (c + 4 in the one-cycle build; c + 5 at L = 2, a byte-mode build or
-    ``update_cycles`` 2; c + 6 at L = 3: the model takes it from the datapath's ``latency``),
-    so its cycle is the record's cycle - 3 - L."""
+    ``rate`` stream always ready, a grant issued at cycle c is on ``rate`` at c + 4 + L, L the
+    datapath's latency (c + 5 in the one-cycle build; c + 6 at L = 2, a byte-mode build or
+    ``update_cycles`` 2; c + 7 at L = 3: the model takes it from the datapath's ``latency``,
+    ``pipe_depth(L) + 1``), so its cycle is the record's cycle - 4 - L."""
 
     def __init__(self, engine_model):
         from hw.nic.flow_engine import pipe_depth
@@ -291,7 +291,7 @@ def measure_load(n_flows=1024, line_bps=100e9, packet_bytes=1024, cycles=400_000
             assert ctl or c < begin - 20, "set-up not finished before the first send time"
         if o.rate is not None:
             log.take(c, o.rate)
-    # the counters count a grant at its write-back (issue + 3), the log at its output (+ 4):
+    # the counters count a grant at its write-back (issue + 4), the log at its output (+ 5):
     # one more cycle of outputs makes them cover the same grants
     counters = dict(m.counters)
     o = m.step()

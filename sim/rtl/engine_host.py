@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 
 from hw.nic.flow_datapath import CtlOp
 from hw.nic.flow_engine import engine_layouts
-from hw.nic.flow_engine_config import CSR_ADDR_WIDTH, FlowEngineConfig
+from hw.nic.flow_engine_config import CSR_ADDR_WIDTH, FlowEngineConfig, min_out_fifo_depth
 from hw.params import ConfigError
 
 __all__ = ["NicEngine", "NicFlowEngine", "engine_config", "dcqcn_nic_engine",
@@ -81,7 +81,7 @@ _MODELS: dict = {}
 
 def engine_config(n_flows: int, clk_hz: int, latency: int) -> FlowEngineConfig:
     """The engine of a NIC with ``n_flows`` flows (a power of two) at ``clk_hz``, for a
-    datapath of ``latency`` modify cycles: output FIFOs of latency + 4 (one event per clock),
+    datapath of ``latency`` modify cycles: output FIFOs of latency + 5 (one event per clock),
     4 wheel entries per flow, and the fewest wheel slots the capacity rule allows (a smaller
     wheel exports and builds faster)."""
     entries = 4
@@ -90,7 +90,8 @@ def engine_config(n_flows: int, clk_hz: int, latency: int) -> FlowEngineConfig:
         slots *= 2
     return FlowEngineConfig(n_flows=n_flows, time_width=TIME_WIDTH, clk_hz=clk_hz,
                             wheel_horizon=WHEEL_HORIZON, wheel_slots=slots,
-                            out_fifo_depth=latency + 4, wheel_entries_per_flow=entries)
+                            out_fifo_depth=min_out_fifo_depth(latency),
+                            wheel_entries_per_flow=entries)
 
 
 # -- the algorithms ---------------------------------------------------------------------------
