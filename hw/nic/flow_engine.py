@@ -491,8 +491,8 @@ class FlowEngine(wiring.Component):
         s3_valid, s3_ev, s3_t = sv[WB], sev[WB], st_t[WB]
         s3_algo, s3_en = wb_algo, wb_en
         # The wheel fields come from one of TL + 2 registers (TL + 1 forwarded words, the
-        # RAM's); the deadline compares below are made on all of them in parallel and the
-        # results selected with them, so the compares' carry chains are not behind the select.
+        # RAM's); the bookkeeping below works on all of them in parallel (at L >= 2 a stage
+        # early) and selects the results, so that no compare is behind the select.
         cands = [wword[WB + L + i] for i in range(TL + 1)] + [s3_rdata_q]
 
         def select(values, name, shape=1):
@@ -504,83 +504,138 @@ class FlowEngine(wiring.Component):
             m.d.comb += sig.eq(v)
             return sig
         q_in = select(cands, "q_in", word_lay)
-        is_pop = s3_ev.src == Src.TIMER
-        own_pop = named_wire(m, "own_pop", is_pop & q_in.q_valid & (q_in.q_gen == s3_ev.gen))
-        q_valid1 = q_in.q_valid & ~own_pop
-        # the generations of this flow queued in the timer service, this pop's (own or stale)
-        # no longer queued.  A new entry takes a generation not queued (the first free of
-        # q_gen + 1, + 2, + 3, q_gen): the ids are distinct, so a stale pop is never mistaken
-        # for the live one.  (Entries pop in deadline order, not generation order: q_gen + 1
-        # alone could be the generation of a stale entry still queued.)
-        popped = named_wire(m, "popped", Mux(is_pop, Const(1, MAX_ENTRIES) << s3_ev.gen, 0),
-                            width=MAX_ENTRIES)
-        q_mask1 = named_wire(m, "q_mask1", q_in.q_mask & ~popped, width=MAX_ENTRIES)
-        full = named_wire(m, "full", q_mask1 == (1 << MAX_ENTRIES) - 1)
-        free = [~q_mask1.bit_select((q_in.q_gen + k)[:2], 1) for k in range(1, 4)]     # mod 4
-        new_gen = named_wire(m, "new_gen", q_in.q_gen + Mux(free[0], 1, Mux(free[1], 2,
-                                                              Mux(free[2], 3, 0))), width=2)
-        force = named_wire(m, "force", (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.WRITE))
-        # The live entry (pop time q_dl) serves the flow's earliest deadline (wake) if it pops
-        # at wake, or early enough (q_dl + REEVAL <= wake) that the re-evaluation it triggers
-        # can still insert wake on time.  Otherwise insert wake now (it moved earlier, or later
-        # by less than REEVAL, or there is no live entry); the old entry becomes stale.
-        # With d = wake - q_dl (mod 2**W): "earlier" is ~time_le(q_dl, wake), i.e. d's sign bit;
-        # q_dl + REEVAL <= wake fails exactly when 0 <= d < REEVAL (REEVAL < 2**(W-1)), so one
-        # subtraction serves both compares.
-        wake = s3_wake
+        # The wheel bookkeeping of one event against one candidate word of its flow (``c``: its
+        # q_* fields as the event finds them).  The rules:
+        # - the generations of this flow queued in the timer service, this pop's (own or
+        #   stale) no longer queued.  A new entry takes a generation not queued (the first free
+        #   of q_gen + 1, + 2, + 3, q_gen): the ids are distinct, so a stale pop is never
+        #   mistaken for the live one.  (Entries pop in deadline order, not generation order:
+        #   q_gen + 1 alone could be the generation of a stale entry still queued.)
+        # - the live entry (pop time q_dl) serves the flow's earliest deadline (wake) if it pops
+        #   at wake, or early enough (q_dl + REEVAL <= wake) that the re-evaluation it triggers
+        #   can still insert wake on time.  Otherwise insert wake now (it moved earlier, or
+        #   later by less than REEVAL, or there is no live entry); the old entry becomes stale.
+        #   With d = wake - q_dl (mod 2**W): "earlier" is ~time_le(q_dl, wake), i.e. d's sign
+        #   bit; q_dl + REEVAL <= wake fails exactly when 0 <= d < REEVAL (REEVAL < 2**(W-1)),
+        #   so one subtraction serves both compares.
+        # In two parts: ``prep`` what depends on the candidate and the event only (not on
+        # wake), ``decide`` the insert and the fields to write.
         R = reeval(L, IL)
+        q_lay = data.StructLayout({"q_valid": 1, "q_gen": 2, "q_dl": W,
+                                   "q_mask": MAX_ENTRIES})
+        p_lay = data.StructLayout({"own_pop": 1, "q_valid1": 1, "q_mask1": MAX_ENTRIES,
+                                   "full": 1, "new_gen": 2})
 
-        def wake_flags(wk, cs):
-            """(earlier, close) of the deadline ``wk`` against each candidate of ``cs``."""
-            flags = []
-            for i, c in enumerate(cs):
-                d = named_wire(m, f"wake_d{i}", wk - c.q_dl, width=W)
-                flags.append((d[W - 1], ~d[W - 1] & (d != 0) & (d < R)))
-            return flags
-        if L == 1:
-            flags = wake_flags(wake, cands)
-        else:
-            # L >= 2: the compares are made a stage early, in the last modify stage, on the
-            # words that are the candidates one stage later (the forwarding chain moves by one
-            # stage per cycle: wword[k] becomes wword[k + 1], the RAM's word is delayed L - 1
-            # instead of L), and registered: the write-back stage only selects them, so the
-            # bookkeeping loop (candidate -> insert decision -> word written) has no carry
-            # chain.  (With L = 1 the nearest candidate is the word being written.)
-            rdata_ml = Signal(word_lay, name="rdata_ml")
-            m.d.comb += rdata_ml.eq(delayed(m, m0_rdata, L - 1, name="rdata_ml"))
-            pre_cands = [wword[WB + L - 1 + i] for i in range(TL + 1)] + [rdata_ml]
-            flags = []
-            for i, (e, c) in enumerate(wake_flags(out.wake, pre_cands)):
-                e_r, c_r = Signal(name=f"earlier_q{i}"), Signal(name=f"close_q{i}")
-                m.d.sync += [e_r.eq(e), c_r.eq(c)]
-                flags.append((e_r, c_r))
-        earlier = select([f[0] for f in flags], "earlier")
-        close = select([f[1] for f in flags], "close")
-        ins = named_wire(m, "ins", s3_valid & ~full
-                         & (force | (s3_wake_valid & (~q_valid1 | earlier | close))))
+        def prep(c, ev, sfx=""):
+            p = Signal(p_lay, name=f"prep{sfx}")
+            is_pop = ev.src == Src.TIMER
+            own_pop = named_wire(m, f"own_pop{sfx}", is_pop & c.q_valid & (c.q_gen == ev.gen))
+            popped = named_wire(m, f"popped{sfx}", Mux(is_pop, Const(1, MAX_ENTRIES) << ev.gen,
+                                                       0), width=MAX_ENTRIES)
+            q_mask1 = named_wire(m, f"q_mask1{sfx}", c.q_mask & ~popped, width=MAX_ENTRIES)
+            free = [~q_mask1.bit_select((c.q_gen + k)[:2], 1) for k in range(1, 4)]   # mod 4
+            new_gen = named_wire(m, f"new_gen{sfx}", c.q_gen + Mux(free[0], 1, Mux(
+                free[1], 2, Mux(free[2], 3, 0))), width=2)
+            m.d.comb += [p.own_pop.eq(own_pop), p.q_valid1.eq(c.q_valid & ~own_pop),
+                         p.q_mask1.eq(q_mask1),
+                         p.full.eq(q_mask1 == (1 << MAX_ENTRIES) - 1), p.new_gen.eq(new_gen)]
+            return p
+
+        def wake_flags(wk, c, sfx):
+            """(earlier, close) of the deadline ``wk`` against the candidate ``c``."""
+            d = named_wire(m, f"wake_d{sfx}", wk - c.q_dl, width=W)
+            return d[W - 1], ~d[W - 1] & (d != 0) & (d < R)
+
+        def decide(p, c, force, earlier, close, placed, sfx=""):
+            """(ins, the q_* fields to write) of the write-back stage's event."""
+            ins = named_wire(m, f"ins{sfx}", s3_valid & ~p.full
+                             & (force | (s3_wake_valid & (~p.q_valid1 | earlier | close))))
+            q = Signal(q_lay, name=f"q_next{sfx}")
+            with m.If(ins):
+                m.d.comb += [q.q_valid.eq(1), q.q_gen.eq(p.new_gen), q.q_dl.eq(placed),
+                             q.q_mask.eq(p.q_mask1 | (Const(1, MAX_ENTRIES) << p.new_gen))]
+            with m.Else():
+                m.d.comb += [q.q_valid.eq(p.q_valid1), q.q_gen.eq(c.q_gen), q.q_dl.eq(c.q_dl),
+                             q.q_mask.eq(p.q_mask1)]
+            return ins, q
+
+        is_pop = s3_ev.src == Src.TIMER
+        force = named_wire(m, "force", (s3_ev.src == Src.CTL) & (s3_ev.op == CtlOp.WRITE))
+        wake = s3_wake
         target = named_wire(m, "target", Mux(force, s3_t, wake), width=W)
         # The wheel places an entry no earlier than INSERT_LATENCY cycles after its insert (this
         # cycle, s3_t + WB): the live entry's recorded pop time is that, so the re-evaluation
         # rule above compares against when it will really pop.  (A WRITE's target, s3_t, is
         # always nearer; a wake may be.)
         if L == 1:
+            # the nearest candidate is the word being written: the bookkeeping is made here,
+            # on the selected word, the deadline compares on every candidate in parallel and
+            # their results selected (the compares' carry chains are not behind the select)
             soonest = named_wire(m, "soonest", s3_t + WB + IL, width=W)
             wake_far = named_wire(m, "wake_far", time_le(soonest, wake, W))
+            placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
+            flags = [wake_flags(wake, c, i) for i, c in enumerate(cands)]
+            earlier = select([f[0] for f in flags], "earlier")
+            close = select([f[1] for f in flags], "close")
+            p0 = prep(q_in, s3_ev)
+            own_pop = p0.own_pop
+            ins, q_w = decide(p0, q_in, force, earlier, close, placed)
         else:
-            # L >= 2: from the last modify stage's event time and wake, registered
+            # L >= 2: what depends on each candidate (the deadline compares, the generations,
+            # the mask) is made a stage early, in the last modify stage, on the words that are
+            # the candidates one stage later (the forwarding chain moves by one stage per
+            # cycle: wword[k] becomes wword[k + 1], the RAM's word is delayed L - 1 instead of
+            # L), and registered; the write-back stage decides per candidate from registers
+            # and picks one result with one-hot selects also resolved a stage early (an AND-OR,
+            # no priority chain), so the bookkeeping loop (candidate -> insert decision ->
+            # word written) has no carry chain and no chain of multiplexers.  (Deciding a stage
+            # early too put the datapath's wake, its compares and the decision in one cycle:
+            # worse.)
+            rdata_ml = Signal(word_lay, name="rdata_ml")
+            m.d.comb += rdata_ml.eq(delayed(m, m0_rdata, L - 1, name="rdata_ml"))
+            pre_cands = [wword[WB + L - 1 + i] for i in range(TL + 1)] + [rdata_ml]
             soonest, wake_far = Signal(W, name="soonest"), Signal(name="wake_far")
             soon_ml = named_wire(m, "soonest_ml", st_t[ML] + WB + IL, width=W)
             m.d.sync += [soonest.eq(soon_ml), wake_far.eq(time_le(soon_ml, out.wake, W))]
-        placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
+            placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
+            # the one-hot selects: candidate i when it is the newest of the flow's words in
+            # flight, the RAM's word when there is none
+            hit = [valid_at(WB + L - 1 + i) & (flow_at(WB + L - 1 + i) == evl.flow)
+                   for i in range(TL + 1)]
+            onehot = []
+            for i in range(TL + 2):
+                first = hit[i] if i <= TL else Const(1)
+                for j in range(i):
+                    first = first & ~hit[j]
+                r = Signal(name=f"gsel{i}")
+                m.d.sync += r.eq(first)
+                onehot.append(r)
+            ins_c, own_c, q_c = [], [], []
+            for i, c in enumerate(pre_cands):
+                e, cl = wake_flags(out.wake, c, f"_c{i}")
+                e_r, c_r = Signal(name=f"earlier_q{i}"), Signal(name=f"close_q{i}")
+                p_r = Signal(p_lay, name=f"prep_q{i}")
+                m.d.sync += [e_r.eq(e), c_r.eq(cl), p_r.eq(prep(c, evl, f"_c{i}"))]
+                ins_i, q_i = decide(p_r, cands[i], force, e_r, c_r, placed, f"_c{i}")
+                ins_c.append(ins_i)
+                own_c.append(p_r.own_pop)
+                q_c.append(q_i)
+
+            def pick(values, name, shape=1):
+                """The value of the one-hot selected candidate (an AND-OR: no priority chain)."""
+                sig = Signal(shape, name=name)
+                v = 0
+                for sel, x in zip(onehot, values, strict=True):
+                    v = v | Mux(sel, x, 0)
+                m.d.comb += sig.eq(v)
+                return sig
+            ins = pick(ins_c, "ins")
+            own_pop = pick(own_c, "own_pop")
+            q_w = pick(q_c, "q_w", q_lay)
         word_w = Signal(word_lay)
-        m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en)]
-        with m.If(ins):
-            m.d.comb += [word_w.q_valid.eq(1), word_w.q_gen.eq(new_gen),
-                         word_w.q_dl.eq(placed),
-                         word_w.q_mask.eq(q_mask1 | (Const(1, MAX_ENTRIES) << new_gen))]
-        with m.Else():
-            m.d.comb += [word_w.q_valid.eq(q_valid1), word_w.q_gen.eq(q_in.q_gen),
-                         word_w.q_dl.eq(q_in.q_dl), word_w.q_mask.eq(q_mask1)]
+        m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en),
+                     word_w.q_valid.eq(q_w.q_valid), word_w.q_gen.eq(q_w.q_gen),
+                     word_w.q_dl.eq(q_w.q_dl), word_w.q_mask.eq(q_w.q_mask)]
         m.d.comb += [
             wheel.ins.valid.eq(ins),
             wheel.ins.payload.flow.eq(s3_ev.flow),
