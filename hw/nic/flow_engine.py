@@ -27,6 +27,7 @@ from .flow_engine_config import (
     TABLE_LATENCY,
     FlowEngineConfig,
     min_out_fifo_depth,
+    pipe_depth,
 )
 from .timer_wheel_config import INSERT_LATENCY
 
@@ -60,12 +61,6 @@ def timer_stats(config: FlowEngineConfig) -> list:
 
 #: Lateness histogram buckets (cycles): [lo, hi] inclusive; counters late_h0 ... late_h7 follow.
 LATE_BUCKETS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, 63), (64, 255), (256, None)]
-def pipe_depth(latency: int = 1) -> int:
-    """The write-back stage's number: an event accepted (issued) at cycle c is read from the
-    table at c + 1 (its address registered), its word is out of the RAM's output register at
-    c + 3, modified over the datapath's ``latency`` cycles from c + 3, written back at
-    c + latency + 3 and its output is on ``rate``/``rd`` from c + latency + 4."""
-    return latency + TABLE_LATENCY
 
 
 def reeval(latency: int = 1, insert_latency: int = INSERT_LATENCY) -> int:
@@ -483,9 +478,10 @@ class FlowEngine(wiring.Component):
         # The write-back stage's wheel fields: the newest write of its flow that its RAM read
         # (a cycle after issue) missed: distance L ... L + TL (nearer ones cannot be of its
         # flow)
-        for i, g in enumerate(gq):
-            k = WB + L - 1 + i
-            m.d.sync += g.eq(valid_at(k) & (flow_at(k) == evl.flow))
+        hit = [valid_at(WB + L - 1 + i) & (flow_at(WB + L - 1 + i) == evl.flow)
+               for i in range(TL + 1)]
+        for g, h in zip(gq, hit, strict=True):
+            m.d.sync += g.eq(h)
 
         # -- stage WB: write-back, wheel bookkeeping (its own one-cycle loop), outputs ----------
         s3_valid, s3_ev, s3_t = sv[WB], sev[WB], st_t[WB]
@@ -598,10 +594,9 @@ class FlowEngine(wiring.Component):
             soon_ml = named_wire(m, "soonest_ml", st_t[ML] + WB + IL, width=W)
             m.d.sync += [soonest.eq(soon_ml), wake_far.eq(time_le(soon_ml, out.wake, W))]
             placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
-            # the one-hot selects: candidate i when it is the newest of the flow's words in
-            # flight, the RAM's word when there is none
-            hit = [valid_at(WB + L - 1 + i) & (flow_at(WB + L - 1 + i) == evl.flow)
-                   for i in range(TL + 1)]
+            # the one-hot selects (from the gq compares, before their registers): candidate i
+            # when it is the newest of the flow's words in flight, the RAM's word when there
+            # is none
             onehot = []
             for i in range(TL + 2):
                 first = hit[i] if i <= TL else Const(1)

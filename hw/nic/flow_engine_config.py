@@ -16,7 +16,7 @@ from .timer_calendar_config import TimerCalendarConfig
 from .timer_wheel_config import INSERT_LATENCY, TimerWheelConfig
 
 __all__ = ["FlowEngineConfig", "TIMERS", "CSR_ADDR_WIDTH", "CSR_DATA_WIDTH", "COUNTER_BASE",
-           "TABLE_LATENCY", "min_out_fifo_depth"]
+           "TABLE_LATENCY", "pipe_depth", "min_out_fifo_depth"]
 
 #: Register-file address and data widths (the project's csr_w / csr_raddr convention).
 CSR_ADDR_WIDTH = 8
@@ -27,15 +27,25 @@ COUNTER_BASE = 0x80
 TIMERS = ("wheel", "calendar")
 #: The flow table's read latency: the issued flow's address registered in front of the RAM,
 #: the RAM's read register, its output register: the arbiter ends at a flip-flop and the
-#: datapath's first cycle starts at one (``hw.nic.flow_engine.pipe_depth`` builds on it).
+#: datapath's first cycle starts at one (:func:`pipe_depth` builds on it).
 TABLE_LATENCY = 3
+
+
+def pipe_depth(latency: int = 1) -> int:
+    """The write-back stage's number: an event accepted (issued) at cycle c is read from the
+    table at c + 1 (its address registered), its word is out of the RAM's output register at
+    c + 3, modified over the datapath's ``latency`` cycles from c + 3, written back at
+    c + latency + 3 and its output is on ``rate``/``rd`` from c + latency + 4.  (Here, beside
+    the configuration, so that the configurations that size their FIFOs by it need not import
+    the engine; :mod:`hw.nic.flow_engine` exports it too.)"""
+    return latency + TABLE_LATENCY
 
 
 def min_out_fifo_depth(latency: int = 1) -> int:
     """The output FIFOs' least depth for one event per clock with a datapath of ``latency``
-    modify cycles: every pipeline stage in flight (``latency + TABLE_LATENCY``) may write a
-    record, plus the record written last cycle and the event issued now."""
-    return latency + TABLE_LATENCY + 2
+    modify cycles: every pipeline stage in flight (:func:`pipe_depth`) may write a record, plus
+    the record written last cycle and the event issued now."""
+    return pipe_depth(latency) + 2
 
 
 @dataclass(frozen=True)
