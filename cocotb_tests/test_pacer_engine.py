@@ -7,8 +7,9 @@ horizon) instead of the top's 65536 / 32768 to keep the Verilator build short
 build is about a minute of CPU, beyond make test's time budget; by default the
 Amaranth-simulation tests of tests/test_pacer.py cover the same RTL at 16 flows every output
 every cycle): 120,000 input events (plus one size
-report per byte-mode grant) over the 1024 flows; ``CC_EVENTS`` overrides both.  ``CC_ENGINE=0``
-skips it with the other engine tops.
+report per byte-mode grant) over the 1024 flows; ``CC_EVENTS`` overrides both.  The same run on
+the byte-mode build (``pacer_1k_bytes``: half of the flows pace bytes, every grant of theirs
+answered by a size report) likewise.  ``CC_ENGINE=0`` skips them with the other engine tops.
 """
 
 from __future__ import annotations
@@ -37,3 +38,13 @@ def test_pacer_random_grants():
     run_cocotb(b, "cocotb_tests.pacer_tb", "random_grants",
                env=engine_env(TOP, MODEL_DP, run_length(1_500, LONG_EVENTS, "CC_EVENTS"), 51,
                               **extra))
+
+
+@pytest.mark.cocotb
+def test_pacer_bytes_random_grants():
+    if not long_runs() and "CC_EVENTS" not in os.environ:
+        pytest.skip("CC_LONG=1 (or CC_EVENTS=N) runs the byte-mode pacer top on Verilator")
+    b, extra = algo_build("pacer_1k_bytes")
+    run_cocotb(b, "cocotb_tests.pacer_tb", "random_grants",
+               env=engine_env("pacer_1k_bytes", MODEL_DP,
+                              run_length(1_500, LONG_EVENTS, "CC_EVENTS"), 53, **extra))

@@ -417,6 +417,11 @@ TOPS: dict[str, Top] = {t.name: t for t in [
     # The multi-flow pacer: the engine with the pacer datapath (docs/pacer.md).
     Top("pacer_1k", _pacer_config(), _pacer,
         "multi-flow pacer, 1024 flows in block RAM, one grant per clock", default=False),
+    # its byte-mode build (the size reports, the wait state): on Verilator under CC_LONG=1
+    # (cocotb_tests/test_pacer_engine.py), not synthesized by default
+    Top("pacer_1k_bytes", _pacer_bytes_config(), _pacer,
+        "multi-flow pacer, byte-mode build, 1024 flows in block RAM, one grant per clock",
+        default=False),
     Top("pacer_datapath", _pacer_config(), _pacer_datapath,
         "pacer datapath alone, packet-only build (three-cycle update: sums, flags, selects), "
         "registered inputs and outputs", default=False),

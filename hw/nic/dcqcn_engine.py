@@ -233,7 +233,8 @@ def timer_outputs(m, prefix, n, s, due, t, W, timers, late=None) -> DatapathOut:
     next state (pairwise wrap-safe compares in order, the first wins a tie; the compares of
     every pair are made side by side and the order applied after them), ``expired`` = a timer
     was due, ``late`` = the largest ``t - deadline`` over the due timers (``late``: that value
-    computed by the caller)."""
+    computed by the caller); ``wake_terms``: each timer's deadline with its one-hot select, so
+    that the engine compares the deadlines side by side with the choice."""
     on = {k: n[k + "_on"] for k in timers}
     dl = {k: n[k + "_dl"] for k in timers}
     le = {(a, b): time_le(dl[a], dl[b], W) for i, a in enumerate(timers)
@@ -259,7 +260,8 @@ def timer_outputs(m, prefix, n, s, due, t, W, timers, late=None) -> DatapathOut:
                        wake_valid=named_wire(m, prefix + "_wake_valid", wake_valid),
                        wake=named_wire(m, prefix + "_wake", wake, W),
                        expired=named_wire(m, prefix + "_expired", expired),
-                       late=named_wire(m, prefix + "_late", late, W))
+                       late=named_wire(m, prefix + "_late", late, W),
+                       wake_terms=[(src[k], dl[k]) for k in timers])
 
 
 @dataclass(frozen=True)

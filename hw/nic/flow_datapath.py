@@ -91,13 +91,18 @@ class DatapathOut:
     next_state: a value of ``state_layout``'s size (a ``data.View`` or its bits);
     wake_valid / wake: 1 if a timer of ``next_state`` is armed, and its earliest deadline;
     expired: 1 if the update applied at least one timer;
-    late: ``t - (earliest applied deadline)`` mod 2**W (W bits; only meaningful with expired).
+    late: ``t - (earliest applied deadline)`` mod 2**W (W bits; only meaningful with expired);
+    wake_terms: optional, ``[(sel, deadline), ...]`` with exactly one ``sel`` set in every cycle
+    and ``wake`` equal to that term's deadline (a datapath whose ``wake`` is a choice among
+    several timers gives them, so that the engine compares each deadline side by side with the
+    choice and selects the results: no multiplexer tree in front of its compares).
     """
     next_state: Value
     wake_valid: Value
     wake: Value
     expired: Value
     late: Value
+    wake_terms: list | None = None
 
 
 class FlowDatapath:

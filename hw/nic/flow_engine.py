@@ -262,6 +262,10 @@ class FlowEngine(wiring.Component):
         M0 = TL                     # the first modify stage (the table's word is out)
         WB = pipe_depth(L)          # the write-back stage
         ML = WB - 1                 # the last modify stage
+        # the stage that selects the write-back's timer fields among its candidates (write-back
+        # itself for L = 1, the last modify stage for L = 2, the one before for L >= 3: the
+        # bookkeeping below)
+        S = WB if L == 1 else ML if L == 2 else ML - 1
         IL = cfg.timer_config().insert_latency     # 4 ... 6 for the wheel, 10 for the calendar
         MARGIN = wheel_margin(L, IL)
 
@@ -275,13 +279,16 @@ class FlowEngine(wiring.Component):
             sv[k], sev[k], st_t[k] = stage(k)
         for k in range(2, WB + 1):
             m.d.sync += [sv[k].eq(sv[k - 1]), sev[k].eq(sev[k - 1]), st_t[k].eq(st_t[k - 1])]
-        # after write-back, the word written and its flow: stages WB + 1 ... WB + L + TL (the
-        # forwarding sources of the modify stage and of the wheel bookkeeping, below); the
-        # valid bit and flow are compared up to stage WB + L + TL - 1 only (the word of stage
-        # WB + L + TL is a candidate selected by the compare made a stage earlier)
-        LAST = WB + L + TL
-        wv = {k: Signal(name=f"s{k}_wvalid") for k in range(WB + 1, LAST)}
-        wflow = {k: Signal(cfg.flow_width, name=f"s{k}_flow") for k in range(WB + 1, LAST)}
+        # after write-back, the word written and its flow: stages WB + 1 ... S + L + TL (the
+        # forwarding sources of the modify stage and of the wheel bookkeeping, below: the
+        # bookkeeping selects among the words at distance L ... L + TL from its event, in
+        # stage S); the valid bit and flow are compared up to stage S + L + TL - 1 only (the
+        # selects are made from compares a stage earlier)
+        LAST = S + L + TL
+        CMP_LAST = S + L + TL - 1
+        wv = {k: Signal(name=f"s{k}_wvalid") for k in range(WB + 1, CMP_LAST + 1)}
+        wflow = {k: Signal(cfg.flow_width, name=f"s{k}_flow") for k in range(WB + 1,
+                                                                            CMP_LAST + 1)}
         wword = {k: Signal(word_lay, name=f"s{k}_word") for k in range(WB + 1, LAST + 1)}
 
         def valid_at(k):
@@ -464,10 +471,6 @@ class FlowEngine(wiring.Component):
         s3_old_rate = Signal(dp.rate_width)
         s3_wake_valid, s3_wake = Signal(), Signal(W)
         s3_expired, s3_late, s3_applied = Signal(), Signal(W), Signal()
-        # the RAM's wheel fields, carried to write-back (forwarded there if stale)
-        s3_rdata_q = Signal(word_lay)
-        m.d.comb += s3_rdata_q.eq(delayed(m, m0_rdata, L, name="rdata"))
-        gq = [Signal(name=f"gq{i}") for i in range(TL + 1)]
         m.d.sync += [
             wb_algo.eq(algo_next), wb_en.eq(en_next),
             s3_old_rate.eq(st_l[dp.rate_field]),
@@ -477,29 +480,37 @@ class FlowEngine(wiring.Component):
         ]
         # The write-back stage's wheel fields: the newest write of its flow that its RAM read
         # (a cycle after issue) missed: distance L ... L + TL (nearer ones cannot be of its
-        # flow)
-        hit = [valid_at(WB + L - 1 + i) & (flow_at(WB + L - 1 + i) == evl.flow)
-               for i in range(TL + 1)]
-        for g, h in zip(gq, hit, strict=True):
-            m.d.sync += g.eq(h)
+        # flow).  The candidate is selected in stage S (above), where the candidates are the
+        # words of stages S + L ... S + L + TL and the RAM's; the compares are made a stage
+        # earlier (S - 1, against the words one stage nearer: every stage moves on by one per
+        # cycle, nothing stalls) and registered, so that the select starts at flip-flops.
+        def same_flow(i):
+            k = S + L - 1 + i
+            return valid_at(k) & (flow_at(k) == sev[S - 1].flow)
 
         # -- stage WB: write-back, wheel bookkeeping (its own one-cycle loop), outputs ----------
         s3_valid, s3_ev, s3_t = sv[WB], sev[WB], st_t[WB]
         s3_algo, s3_en = wb_algo, wb_en
-        # The wheel fields come from one of TL + 2 registers (TL + 1 forwarded words, the
-        # RAM's); the bookkeeping below works on all of them in parallel (at L >= 2 a stage
-        # early) and selects the results, so that no compare is behind the select.
-        cands = [wword[WB + L + i] for i in range(TL + 1)] + [s3_rdata_q]
+        if L == 1:
+            # The wheel fields come from one of TL + 2 registers (TL + 1 forwarded words, the
+            # RAM's); the deadline compares are made on all of them in parallel and their
+            # results selected, so that no compare is behind the select.
+            s3_rdata_q = Signal(word_lay)      # the RAM's wheel fields, carried to write-back
+            m.d.comb += s3_rdata_q.eq(delayed(m, m0_rdata, L, name="rdata"))
+            gq = [Signal(name=f"gq{i}") for i in range(TL + 1)]
+            for i, g in enumerate(gq):
+                m.d.sync += g.eq(same_flow(i))
+            cands = [wword[WB + L + i] for i in range(TL + 1)] + [s3_rdata_q]
 
-        def select(values, name, shape=1):
-            """The first of ``values`` whose gq is set, else the last (the RAM's)."""
-            sig = Signal(shape, name=name)
-            v = values[-1]
-            for g, x in reversed(list(zip(gq, values[:-1], strict=True))):
-                v = Mux(g, x, v)
-            m.d.comb += sig.eq(v)
-            return sig
-        q_in = select(cands, "q_in", word_lay)
+            def select(values, name, shape=1):
+                """The first of ``values`` whose gq is set, else the last (the RAM's)."""
+                sig = Signal(shape, name=name)
+                v = values[-1]
+                for g, x in reversed(list(zip(gq, values[:-1], strict=True))):
+                    v = Mux(g, x, v)
+                m.d.comb += sig.eq(v)
+                return sig
+            q_in = select(cands, "q_in", word_lay)
         # The wheel bookkeeping of one event against one candidate word of its flow (``c``: its
         # q_* fields as the event finds them).  The rules:
         # - the generations of this flow queued in the timer service, this pop's (own or
@@ -540,7 +551,10 @@ class FlowEngine(wiring.Component):
         def wake_flags(wk, c, sfx):
             """(earlier, close) of the deadline ``wk`` against the candidate ``c``."""
             d = named_wire(m, f"wake_d{sfx}", wk - c.q_dl, width=W)
-            return d[W - 1], ~d[W - 1] & (d != 0) & (d < R)
+            # 0 < d < R, as its low bits' compare and the high bits' zero test side by side
+            # (not a second carry chain behind the subtraction's)
+            k = R.bit_length()
+            return d[W - 1], (d[k:] == 0) & (d[:k] != 0) & (d[:k] < R)
 
         def decide(p, c, force, earlier, close, placed, sfx=""):
             """(ins, the q_* fields to write) of the write-back stage's event."""
@@ -577,56 +591,58 @@ class FlowEngine(wiring.Component):
             own_pop = p0.own_pop
             ins, q_w = decide(p0, q_in, force, earlier, close, placed)
         else:
-            # L >= 2: what depends on each candidate (the deadline compares, the generations,
-            # the mask) is made a stage early, in the last modify stage, on the words that are
-            # the candidates one stage later (the forwarding chain moves by one stage per
-            # cycle: wword[k] becomes wword[k + 1], the RAM's word is delayed L - 1 instead of
-            # L), and registered; the write-back stage decides per candidate from registers
-            # and picks one result with one-hot selects also resolved a stage early (an AND-OR,
-            # no priority chain), so the bookkeeping loop (candidate -> insert decision ->
-            # word written) has no carry chain and no chain of multiplexers.  (Deciding a stage
-            # early too put the datapath's wake, its compares and the decision in one cycle:
-            # worse.)
-            rdata_ml = Signal(word_lay, name="rdata_ml")
-            m.d.comb += rdata_ml.eq(delayed(m, m0_rdata, L - 1, name="rdata_ml"))
-            pre_cands = [wword[WB + L - 1 + i] for i in range(TL + 1)] + [rdata_ml]
-            soonest, wake_far = Signal(W, name="soonest"), Signal(name="wake_far")
+            # L >= 2: the candidate is selected ahead of write-back, in stage S (the last
+            # modify stage at L = 2, the one before at L >= 3), from the words that are the
+            # candidates WB - S stages later (the forwarding chain moves by one stage per cycle:
+            # wword[k] becomes wword[k + 1], the RAM's word is delayed S - M0 instead of
+            # L), with one-hot selects from registers (``gsel``: an AND-OR, no priority
+            # chain).  At L >= 3 the selected word is registered, and the last modify stage
+            # makes what depends on it (the generations, the mask: ``prep``; the deadline
+            # compares against the datapath's wake) from flip-flops; at L = 2 the select and
+            # those are in one cycle.  Either way write-back only decides, from registers: the
+            # bookkeeping (candidate -> insert decision -> word written) has no compare, no
+            # selection and no carry chain behind its registers.  (Deciding a stage early too
+            # put the datapath's wake, its compares and the decision in one cycle: worse.)
+            rdata_s = Signal(word_lay, name="rdata_sel")
+            m.d.comb += rdata_s.eq(delayed(m, m0_rdata, S - M0, name="rdata_sel"))
+            s_cands = [wword[S + L + i] for i in range(TL + 1)] + [rdata_s]
+            # the newest of the flow's words in flight, the RAM's word when there is none
+            q_s = Signal(q_lay, name="q_s")
+            sel = Const(0, q_lay.size)
+            for i, c in enumerate(s_cands):
+                first = same_flow(i) if i <= TL else Const(1)
+                for j in range(min(i, TL + 1)):
+                    first = first & ~same_flow(j)
+                g = Signal(name=f"gsel{i}")
+                m.d.sync += g.eq(first)
+                x = Cat(c.q_valid, c.q_gen, c.q_dl, c.q_mask)
+                sel = sel | Mux(g, x, 0)
+            m.d.comb += q_s.as_value().eq(sel)
+            if S == ML:
+                q_ml = q_s
+            else:
+                q_ml = Signal(q_lay, name="q_ml")
+                m.d.sync += q_ml.eq(q_s)
+            # the wake's compares: on each of the datapath's timer deadlines side by side with
+            # its choice among them, when it gives them (``wake_terms``), else on the wake
+            terms = out.wake_terms or [(Const(1), out.wake)]
             soon_ml = named_wire(m, "soonest_ml", st_t[ML] + WB + IL, width=W)
-            m.d.sync += [soonest.eq(soon_ml), wake_far.eq(time_le(soon_ml, out.wake, W))]
+            e_ml, c_ml, far_ml = Const(0), Const(0), Const(0)
+            for j, (tsel, dl) in enumerate(terms):
+                e, cl = wake_flags(dl, q_ml, f"_t{j}")
+                e_ml = e_ml | (tsel & e)
+                c_ml = c_ml | (tsel & cl)
+                far_ml = far_ml | (tsel & time_le(soon_ml, dl, W))
+            soonest, wake_far = Signal(W, name="soonest"), Signal(name="wake_far")
+            earlier, close = Signal(name="earlier"), Signal(name="close")
+            p_r = Signal(p_lay, name="prep_q")
+            q_in = Signal(q_lay, name="q_in")
+            m.d.sync += [soonest.eq(soon_ml), wake_far.eq(far_ml),
+                         earlier.eq(e_ml), close.eq(c_ml),
+                         p_r.eq(prep(q_ml, evl)), q_in.eq(q_ml)]
             placed = named_wire(m, "placed", Mux(force | ~wake_far, soonest, wake), width=W)
-            # the one-hot selects (from the gq compares, before their registers): candidate i
-            # when it is the newest of the flow's words in flight, the RAM's word when there
-            # is none
-            onehot = []
-            for i in range(TL + 2):
-                first = hit[i] if i <= TL else Const(1)
-                for j in range(i):
-                    first = first & ~hit[j]
-                r = Signal(name=f"gsel{i}")
-                m.d.sync += r.eq(first)
-                onehot.append(r)
-            ins_c, own_c, q_c = [], [], []
-            for i, c in enumerate(pre_cands):
-                e, cl = wake_flags(out.wake, c, f"_c{i}")
-                e_r, c_r = Signal(name=f"earlier_q{i}"), Signal(name=f"close_q{i}")
-                p_r = Signal(p_lay, name=f"prep_q{i}")
-                m.d.sync += [e_r.eq(e), c_r.eq(cl), p_r.eq(prep(c, evl, f"_c{i}"))]
-                ins_i, q_i = decide(p_r, cands[i], force, e_r, c_r, placed, f"_c{i}")
-                ins_c.append(ins_i)
-                own_c.append(p_r.own_pop)
-                q_c.append(q_i)
-
-            def pick(values, name, shape=1):
-                """The value of the one-hot selected candidate (an AND-OR: no priority chain)."""
-                sig = Signal(shape, name=name)
-                v = 0
-                for sel, x in zip(onehot, values, strict=True):
-                    v = v | Mux(sel, x, 0)
-                m.d.comb += sig.eq(v)
-                return sig
-            ins = pick(ins_c, "ins")
-            own_pop = pick(own_c, "own_pop")
-            q_w = pick(q_c, "q_w", q_lay)
+            own_pop = p_r.own_pop
+            ins, q_w = decide(p_r, q_in, force, earlier, close, placed)
         word_w = Signal(word_lay)
         m.d.comb += [word_w.algo.eq(s3_algo), word_w.en.eq(s3_en),
                      word_w.q_valid.eq(q_w.q_valid), word_w.q_gen.eq(q_w.q_gen),
@@ -675,15 +691,21 @@ class FlowEngine(wiring.Component):
         ]
 
         # -- the credits' next values (above): this cycle's issue in, reads and silent
-        # write-backs out; ok compares against D - 1 when this cycle issues, so the late
-        # arbiter result only selects between two compares made from registers
-        rate_base = named_wire(m, "rate_base", rate_total - (self.rate.ready & rate_fifo.r_rdy)
-                               - (s3_valid & ~rate_fifo.w_en), width=len(rate_total))
-        rd_base = named_wire(m, "rd_base", rd_total - (self.rd.ready & rd_fifo.r_rdy),
-                             width=len(rd_total))
-        m.d.sync += [rate_total.eq(rate_base + took), rd_total.eq(rd_base + took_read),
-                     rate_ok.eq(Mux(took, rate_base < D - 1, rate_base < D)),
-                     rd_ok.eq(Mux(took_read, rd_base < D - 1, rd_base < D))]
+        # write-backs out.  Every outcome (the register plus a constant, its compare against
+        # D) is made from the register alone, and the late one-bit terms (the arbiter's issue,
+        # the FIFO's read: the consumer's ready and the FIFO's level logic; the write-back's
+        # rate compare) only select one of them: no adder or compare behind them.
+        def credit(total, ok, terms):
+            """``total`` += the sum of ``terms`` ((bit, +1 or -1) pairs), ``ok`` = the new
+            total < D."""
+            with m.Switch(Cat(*(bit for bit, _ in terms))):
+                for code in range(1 << len(terms)):
+                    delta = sum(sign for i, (_, sign) in enumerate(terms) if code >> i & 1)
+                    with m.Case(code):
+                        m.d.sync += [total.eq(total + delta), ok.eq(total + delta < D)]
+        credit(rate_total, rate_ok, [(took, 1), (self.rate.ready & rate_fifo.r_rdy, -1),
+                                     (s3_valid & ~rate_fifo.w_en, -1)])
+        credit(rd_total, rd_ok, [(took_read, 1), (self.rd.ready & rd_fifo.r_rdy, -1)])
 
         # -- counters ---------------------------------------------------------------------------
         top = (1 << CSR_DATA_WIDTH) - 1
