@@ -31,20 +31,11 @@ LONG_EVENTS = 120_000
 
 
 @pytest.mark.cocotb
-def test_pacer_random_grants():
+@pytest.mark.parametrize("top, seed", [(TOP, 51), ("pacer_1k_bytes", 53)])
+def test_pacer_random_grants(top, seed):
     if not long_runs() and "CC_EVENTS" not in os.environ:
-        pytest.skip("CC_LONG=1 (or CC_EVENTS=N) runs the pacer top on Verilator")
-    b, extra = algo_build(TOP)
+        pytest.skip(f"CC_LONG=1 (or CC_EVENTS=N) runs the {top} top on Verilator")
+    b, extra = algo_build(top)
     run_cocotb(b, "cocotb_tests.pacer_tb", "random_grants",
-               env=engine_env(TOP, MODEL_DP, run_length(1_500, LONG_EVENTS, "CC_EVENTS"), 51,
+               env=engine_env(top, MODEL_DP, run_length(1_500, LONG_EVENTS, "CC_EVENTS"), seed,
                               **extra))
-
-
-@pytest.mark.cocotb
-def test_pacer_bytes_random_grants():
-    if not long_runs() and "CC_EVENTS" not in os.environ:
-        pytest.skip("CC_LONG=1 (or CC_EVENTS=N) runs the byte-mode pacer top on Verilator")
-    b, extra = algo_build("pacer_1k_bytes")
-    run_cocotb(b, "cocotb_tests.pacer_tb", "random_grants",
-               env=engine_env("pacer_1k_bytes", MODEL_DP,
-                              run_length(1_500, LONG_EVENTS, "CC_EVENTS"), 53, **extra))

@@ -285,7 +285,7 @@ class FlowEngine(wiring.Component):
         # stage S); the valid bit and flow are compared up to stage S + L + TL - 1 only (the
         # selects are made from compares a stage earlier)
         LAST = S + L + TL
-        CMP_LAST = S + L + TL - 1
+        CMP_LAST = LAST - 1
         wv = {k: Signal(name=f"s{k}_wvalid") for k in range(WB + 1, CMP_LAST + 1)}
         wflow = {k: Signal(cfg.flow_width, name=f"s{k}_flow") for k in range(WB + 1,
                                                                             CMP_LAST + 1)}
@@ -533,15 +533,15 @@ class FlowEngine(wiring.Component):
         p_lay = data.StructLayout({"own_pop": 1, "q_valid1": 1, "q_mask1": MAX_ENTRIES,
                                    "full": 1, "new_gen": 2})
 
-        def prep(c, ev, sfx=""):
-            p = Signal(p_lay, name=f"prep{sfx}")
+        def prep(c, ev):
+            p = Signal(p_lay, name="prep")
             is_pop = ev.src == Src.TIMER
-            own_pop = named_wire(m, f"own_pop{sfx}", is_pop & c.q_valid & (c.q_gen == ev.gen))
-            popped = named_wire(m, f"popped{sfx}", Mux(is_pop, Const(1, MAX_ENTRIES) << ev.gen,
-                                                       0), width=MAX_ENTRIES)
-            q_mask1 = named_wire(m, f"q_mask1{sfx}", c.q_mask & ~popped, width=MAX_ENTRIES)
+            own_pop = named_wire(m, "own_pop", is_pop & c.q_valid & (c.q_gen == ev.gen))
+            popped = named_wire(m, "popped", Mux(is_pop, Const(1, MAX_ENTRIES) << ev.gen, 0),
+                                width=MAX_ENTRIES)
+            q_mask1 = named_wire(m, "q_mask1", c.q_mask & ~popped, width=MAX_ENTRIES)
             free = [~q_mask1.bit_select((c.q_gen + k)[:2], 1) for k in range(1, 4)]   # mod 4
-            new_gen = named_wire(m, f"new_gen{sfx}", c.q_gen + Mux(free[0], 1, Mux(
+            new_gen = named_wire(m, "new_gen", c.q_gen + Mux(free[0], 1, Mux(
                 free[1], 2, Mux(free[2], 3, 0))), width=2)
             m.d.comb += [p.own_pop.eq(own_pop), p.q_valid1.eq(c.q_valid & ~own_pop),
                          p.q_mask1.eq(q_mask1),
@@ -556,11 +556,11 @@ class FlowEngine(wiring.Component):
             k = R.bit_length()
             return d[W - 1], (d[k:] == 0) & (d[:k] != 0) & (d[:k] < R)
 
-        def decide(p, c, force, earlier, close, placed, sfx=""):
+        def decide(p, c, force, earlier, close, placed):
             """(ins, the q_* fields to write) of the write-back stage's event."""
-            ins = named_wire(m, f"ins{sfx}", s3_valid & ~p.full
+            ins = named_wire(m, "ins", s3_valid & ~p.full
                              & (force | (s3_wake_valid & (~p.q_valid1 | earlier | close))))
-            q = Signal(q_lay, name=f"q_next{sfx}")
+            q = Signal(q_lay, name="q_next")
             with m.If(ins):
                 m.d.comb += [q.q_valid.eq(1), q.q_gen.eq(p.new_gen), q.q_dl.eq(placed),
                              q.q_mask.eq(p.q_mask1 | (Const(1, MAX_ENTRIES) << p.new_gen))]
@@ -609,10 +609,11 @@ class FlowEngine(wiring.Component):
             # the newest of the flow's words in flight, the RAM's word when there is none
             q_s = Signal(q_lay, name="q_s")
             sel = Const(0, q_lay.size)
+            hit = [same_flow(i) for i in range(TL + 1)] + [Const(1)]
             for i, c in enumerate(s_cands):
-                first = same_flow(i) if i <= TL else Const(1)
-                for j in range(min(i, TL + 1)):
-                    first = first & ~same_flow(j)
+                first = hit[i]
+                for j in range(i):
+                    first = first & ~hit[j]
                 g = Signal(name=f"gsel{i}")
                 m.d.sync += g.eq(first)
                 x = Cat(c.q_valid, c.q_gen, c.q_dl, c.q_mask)
