@@ -38,9 +38,9 @@ RTT = 200
 
 
 def tx_config(n_flows=16, time_width=16, horizon=4096, slots=8192, m=4, iw=4, bdp=6.0,
-              rto_cycles=600, lsn_width=32, **kw) -> LdcpTxEngineConfig:
+              rto_cycles=600, lsn_width=32, mtu=MTU, **kw) -> LdcpTxEngineConfig:
     win = LdcpWindowConfig(alpha=1.0, beta=0.5, gamma=0.125, m=m, cw_max=16.0, cw_init=2.0,
-                           rtt_us=harness.us(RTT), mtu=MTU, **kw)
+                           rtt_us=harness.us(RTT), mtu=mtu, **kw)
     tr = LdcpTransportConfig(window=win, iw=iw, bdp=bdp, rto_us=harness.us(rto_cycles),
                              lsn_width=lsn_width)
     return LdcpTxEngineConfig(engine=harness.flow_engine(n_flows, time_width, horizon, slots, 34),
@@ -101,6 +101,14 @@ def test_config_errors():
     # L = the window part's 14 + ceil((W - 3) / steps) plus the sender's two cycles
     assert LdcpTxEngineConfig().latency == 28
     assert tx_config().latency == 23
+    # the timeout register's bound, both sides: 2**(W - 2) - 1 cycles at W = 16 is taken
+    # whole (the register is W - 2 = 14 bits), 2**14 is refused
+    assert tx_config(rto_cycles=2**14 - 1).transport.registers().rto == 2**14 - 1
+    assert dict((n, w) for n, w, _ in LdcpTxDatapath(tx_config()).regs)["rto"] == 14
+    with pytest.raises(ConfigError, match="16383 cycles"):
+        tx_config(rto_cycles=2**14)
+    # the tx event's payload is {value (lsn_width bits), start} (docs/ldcp-transport.md)
+    assert LdcpTxDatapath(tx_config(lsn_width=20)).tx_bytes_width == 21
 
 
 # -- directed, on the sender's model (hand-derived) --------------------------------------------
@@ -329,6 +337,61 @@ def test_rtl_tx_datapath_vectors(which):
     for _, kind, _, _ in vectors:
         kinds[kind] = kinds.get(kind, 0) + 1
     print(f"seed {SEED}: {len(vectors)} vectors, L = {dp.latency}, {kinds}")
+
+
+def test_rtl_tx_boundaries():
+    """The boundaries random vectors rarely reach, on the RTL against the model, with the
+    expected values worked by hand: an ACK of exactly IW x MTU in fast start (exit 2, also
+    as a duplicate at una = IW x MTU) and one byte short (no exit); a message of 1 byte and
+    of 0 bytes started on an idle flow (active / not); the timeout register at 0 (a restart
+    arms now + 1, the register's 0 meaning 1); the window gate's rounding up with an odd MTU
+    (cw x 1001 = 1018 x 2**16 + 1: the gate is 1019 bytes, so 1018 in flight may send and
+    1019 may not)."""
+    LW = 32
+    act_bit = 1 << (LW + OFFER_FLAGS.index("act"))
+
+    def st(**kw):
+        s = {"wr": pack_wr(2 * ONE, 0), "on": 0, "dl": 0, "ovr": 0, "offer": act_bit, "una": 0,
+             "snd_max": 0, "msg_len": 6000, "stage": LdcpTxStage.FAST.value, "first_ack": 1,
+             "credit": 0, "new_cnt": 0, "fs_acked": 0, "rto_on": 0, "rto_dl": 0}
+        s.update(kw)
+        return s
+
+    def run(cfg, regs_upd, vectors):
+        dp = LdcpTxDatapath(cfg)
+        model = LdcpTxDatapathModel(dp)
+        regs = dict(model.regs_reset(), **regs_upd)
+        return model, harness.check_vectors(dp, model, regs, vectors)
+
+    cfg = tx_config()
+    nw = cfg.transport.n_width
+
+    def ack(lsn):
+        return lsn | 1 << (LW + 1)                  # n = 1, no ECE, no NAK
+    t = 100
+    fast, stable = LdcpTxStage.FAST.value, LdcpTxStage.STABLE.value
+    assert nw and cfg.transport.iw * MTU == 4000
+    vectors = [
+        (st(offer=4000 | act_bit, una=3000, snd_max=4000), EventKind.CN, ack(4000), t),
+        (st(offer=4000 | act_bit, una=3000, snd_max=4000), EventKind.CN, ack(3999), t),
+        (st(offer=4000 | act_bit, una=4000, snd_max=4000), EventKind.CN, ack(4000), t),
+        (st(offer=0, msg_len=0), EventKind.TX, 1 | 1 << LW, t),
+        (st(offer=0, msg_len=0), EventKind.TX, 0 | 1 << LW, t),
+    ]
+    model, outs = run(cfg, {}, vectors)
+    assert [o.next_state["stage"] for o in outs[:3]] == [stable, fast, stable]
+    assert [model.offer_fields(o.next_state["offer"])["act"] for o in outs[3:]] == [1, 0]
+    # rto = 0: the first send (una 0 < nxt 1000) arms the timeout at t + 1
+    _, outs = run(cfg, {"rto": 0}, [(st(), EventKind.TX, 0, t)])
+    assert outs[0].next_state["rto_on"] == 1 and outs[0].next_state["rto_dl"] == t + 1
+    # the gate's rounding: an odd MTU, cw = 66649 (1.017 packets), a pop with nothing due
+    cw = 66649
+    assert cw * 1001 == 1018 * 2**16 + 1
+    vectors = [(st(wr=pack_wr(cw, 0), stage=stable, offer=infl | act_bit, snd_max=infl,
+                   msg_len=100000, rto_on=1, rto_dl=5000), EventKind.TIMER, None, t)
+               for infl in (1018, 1019)]
+    model, outs = run(tx_config(mtu=1001), {}, vectors)
+    assert [model.offer_fields(o.next_state["offer"])["elig"] for o in outs] == [1, 0]
 
 
 # -- inside the engine: RTL against the engine model, every output every cycle -------------------

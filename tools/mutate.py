@@ -231,6 +231,29 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("hw/nic/timely_engine.py",
      "v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()", "0 -> 1"):
         "f < 0 -> f < 1 differs only at f == 0, where both arms of the select are 0",
+    # The LDCP sender: clamps and minima whose two arms agree at the boundary, and an
+    # elaboration-time guard
+    **{("hw/nic/ldcp_tx_engine.py",
+        "return Mux(v < regs.gamma, regs.gamma, Mux(v > regs.cw_max, regs.cw_max, v))", desc):
+       "the clamp at v == gamma (v == cw_max) selects the bound, which is v: the same value"
+       for desc in ("< -> <=", "> -> >=")},
+    ("hw/nic/ldcp_tx_engine.py",
+     "rto_load = Mux(fast0, s.fs_acked << FRAC_BITS, Mux(cw0 < ONE, cw0, ONE))", "< -> <="):
+        "min(cw, 1) at cw0 == ONE: both arms are ONE",
+    ("hw/nic/ldcp_tx_engine.py",
+     'fs_new = wire("fs_new", Mux(fs_sum > _SAT16, _SAT16, fs_sum), IW_WIDTH)', "> -> >="):
+        "the saturation at fs_sum == 2**16 - 1: both arms are 2**16 - 1",
+    ("hw/nic/ldcp_tx_engine.py", "passed = Mux(progress, nxt1 < a.lsn, 0)", "< -> <="):
+        "passed only selects nxt = una2 instead of nxt1; with progress, una2 = a.lsn, so at "
+        "nxt1 == a.lsn both are the same LSN",
+    ("hw/nic/ldcp_tx_engine.py", "length = Mux(remaining > mtu, mtu, remaining)", "> -> >="):
+        "min(remaining, MTU) at remaining == MTU: both arms are MTU",
+    **{("hw/nic/ldcp_tx_engine.py", "assert WIN + 2 <= L", desc):
+       "an elaboration-time check, no hardware: L = WIN + 1 + ceil((W - 3) / div_steps) "
+       "with W >= 12 and div_steps <= 8 (both checked by the configuration), so the "
+       "division takes at least 2 cycles and WIN + 3 <= L in every legal build: the weaker "
+       "and the stronger forms pass alike and the Verilog is the same"
+       for desc in ("2 -> 1", "2 -> 3", "<= -> <")},
     ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
         "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
         "GRAD_FRAC + 4 = 20 kept bits",

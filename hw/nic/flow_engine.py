@@ -244,10 +244,13 @@ class FlowEngine(wiring.Component):
 
         # -- init sweep: clear the table after reset ------------------------------------------
         sweep = Signal(range(N + 1))
-        swept = Signal()
-        m.d.comb += swept.eq(sweep == N)
+        # swept == (sweep == N), kept as a register: ready gates the arbiter and the register
+        # writes, and the compare in front of them was the start of the QCN engine top's
+        # critical path (sweep -> ready -> the register write enable)
+        swept = Signal(name="swept")
         with m.If(~swept):
             m.d.sync += sweep.eq(sweep + 1)
+        m.d.sync += swept.eq(swept | (sweep == N - 1))
         ready = named_wire(m, "ready_i", swept & wheel_ready)
         m.d.comb += self.ready.eq(ready)
 
@@ -277,8 +280,15 @@ class FlowEngine(wiring.Component):
         sv, sev, st_t = {}, {}, {}
         for k in range(1, WB + 1):
             sv[k], sev[k], st_t[k] = stage(k)
-        for k in range(2, WB + 1):
+        for k in range(3, WB + 1):
             m.d.sync += [sv[k].eq(sv[k - 1]), sev[k].eq(sev[k - 1]), st_t[k].eq(st_t[k - 1])]
+        # stage 1 holds the CN and TX payloads whatever the source (the arbiter's selects
+        # reach only the source and flow registers); stage 2 keeps the one the event carries
+        # and clears the other, as a datapath expects
+        ev1 = sev[1]
+        m.d.sync += [sv[2].eq(sv[1]), st_t[2].eq(st_t[1]), sev[2].eq(ev1),
+                     sev[2].cn.eq(Mux(ev1.src == Src.CN, ev1.cn, 0)),
+                     sev[2].bytes.eq(Mux(ev1.src == Src.TX, ev1.bytes, 0))]
         # after write-back, the word written and its flow: stages WB + 1 ... S + L + TL (the
         # forwarding sources of the modify stage and of the wheel bookkeeping, below: the
         # bookkeeping selects among the words at distance L ... L + TL from its event, in
@@ -353,23 +363,24 @@ class FlowEngine(wiring.Component):
         # The issued event: its source and fields are selected by the sources' free flags
         # alone (the taken source is the first free one whenever anything is taken; go and
         # the wheel's room only decide whether it is), and the fields only one kind reads
-        # (the control operation's, the pop's generation) are copied whatever the source, so
+        # (the control operation's, the pop's generation, the CN's and the TX's payloads: the
+        # last two cleared in stage 2 for the other kinds) are copied whatever the source, so
         # that the stage-1 registers do not wait for the whole arbiter (the path from a
-        # source's busy check through every take signal, before).
+        # source's busy check through every take signal, before), and the selects reach only
+        # the source and flow registers.
         issue = Signal(ev_lay)
         c = self.ctl.payload
         m.d.comb += [issue.gen.eq(pop.payload.gen), issue.op.eq(c.op),
-                     issue.field.eq(c.field), issue.value.eq(c.value)]
+                     issue.field.eq(c.field), issue.value.eq(c.value),
+                     issue.cn.eq(self.cn.payload.cn), issue.bytes.eq(self.tx.payload.bytes)]
         with m.If(pop_free):
             m.d.comb += [issue.src.eq(Src.TIMER), issue.flow.eq(pop.payload.flow)]
         with m.Elif(ctl_go):
             m.d.comb += [issue.src.eq(Src.CTL), issue.flow.eq(c.flow)]
         with m.Elif(cn_free):
-            m.d.comb += [issue.src.eq(Src.CN), issue.flow.eq(self.cn.payload.flow),
-                         issue.cn.eq(self.cn.payload.cn)]
+            m.d.comb += [issue.src.eq(Src.CN), issue.flow.eq(self.cn.payload.flow)]
         with m.Else():
-            m.d.comb += [issue.src.eq(Src.TX), issue.flow.eq(self.tx.payload.flow),
-                         issue.bytes.eq(self.tx.payload.bytes)]
+            m.d.comb += [issue.src.eq(Src.TX), issue.flow.eq(self.tx.payload.flow)]
         took = take_pop | take_ctl | take_cn | take_tx
         took_read = named_wire(m, "took_read", take_ctl & (self.ctl.payload.op == CtlOp.READ))
         m.d.sync += [sv[1].eq(took), sev[1].eq(issue), st_t[1].eq(now)]

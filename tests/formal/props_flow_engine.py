@@ -499,6 +499,7 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
             idle += [ref[f].as_value() == 0 for f in range(N)]
             idle += [table[f].as_value() == 0 for f in range(N) if f < 1]
             inv.append(("sweep", E["sweep"] <= N))
+            inv.append(("swept", swept == (E["sweep"] == N)))     # the flag is a register
             for i, c_ in enumerate(idle):
                 inv.append((f"idle{i}", swept | c_))
             for f in range(N):
