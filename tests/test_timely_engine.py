@@ -182,6 +182,18 @@ def test_register_that_does_not_fit_is_one_error():
         TimelyDatapath(object())
 
 
+def test_register_widths_are_the_documented_ones():
+    """The register file's widths of docs/timely.md ("Registers"): alpha and beta UQ0.16 in
+    17 bits (1.0 = 2**16 is their largest value), inv_min_rtt and ser_per_byte 32, app_k 28;
+    the RTT thresholds the RTT width, the rates the rate width."""
+    cfg = TimelyConfig()
+    widths = {name: w for name, w, _ in TimelyDatapath(cfg).regs}
+    assert widths == {"t_low": cfg.rtt_width, "t_high": cfg.rtt_width, "inv_min_rtt": 32,
+                      "alpha": 17, "beta": 17, "delta": cfg.rate_width, "hai_thresh": 8,
+                      "hai_mult": 8, "min_rate": cfg.rate_width, "max_rate": cfg.rate_width,
+                      "init_rate": cfg.rate_width, "ser_per_byte": 32, "app_k": 28}
+
+
 # -- the engine with the datapath against the engine model ------------------------------------
 
 def test_engine_random_completions_over_many_flows():

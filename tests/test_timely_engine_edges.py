@@ -65,7 +65,9 @@ def _extreme_vectors(dp, regs, rng, n: int):
             state.update(prev_rtt=rtt, rtt_diff=0, neg=5, valid=1, rate=1000)
         p = payload(dp, rtt, t_send=rng.getrandbits(32), seg=seg, ser=ser,
                     app_bytes=rng.choice([0, (1 << 32) - 1]),
-                    app_cycles=rng.choice([0, 1, (1 << 32) - 1]))
+                    # (2**32 - 1 saturates to the same RTT_MAX as its low bits; 2**RT and
+                    # 2**RT + 5 only by the saturation: their low bits are 0 and 5)
+                    app_cycles=rng.choice([0, 1, (1 << 32) - 1, 1 << RT, (1 << RT) + 5]))
         out.append((state, EventKind.CN, p, rng.getrandbits(dp.time_width)))
     return out
 
@@ -79,3 +81,24 @@ def test_extreme_registers_and_inputs_match_the_model():
         regs = _extreme_regs(dp, top)
         vecs = _extreme_vectors(dp, regs, rng, 40)
         check_pipe_against_model(dp, md, regs, vecs)
+
+
+def test_app_limit_with_the_smallest_app_k():
+    """app_k = 1 (the smallest non-zero: the rule is on) against app_k = 0 (off), the RTL
+    against the model, the expected rates worked by hand: a completion in the T_low region
+    (RTT 50 < T_low) of a flow at 20000 (above min_rate) whose application sent nothing
+    (app_bytes 0) over 2**20 cycles: with app_k = 1, 0 x 2**40 >= 20000 x 2**20 x 1 is
+    false, so the flow is
+    application-limited and keeps its rate; with app_k = 0 the rule is off and the rate
+    grows by delta."""
+    dp = TimelyDatapath(TimelyConfig())
+    md = TimelyDatapathModel(dp)
+    state = {"rate": 20000, "prev_rtt": 50, "rtt_diff": 0, "neg": 0, "valid": 1}
+    p = payload(dp, 50, app_bytes=0, app_cycles=1 << 20)
+    for app_k, want in ((1, 20000), (0, None)):
+        regs = dict(regs_of(dp), app_k=app_k, t_low=100, t_high=1000)
+        want = 20000 + regs["delta"] if want is None else want
+        assert regs["min_rate"] < 20000 and 20000 + regs["delta"] <= regs["max_rate"]
+        vecs = [(state, EventKind.CN, p, 7)]
+        check_pipe_against_model(dp, md, regs, vecs)
+        assert md.update(regs, state, EventKind.CN, p, 7).next_state["rate"] == want

@@ -254,6 +254,44 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "division takes at least 2 cycles and WIN + 3 <= L in every legal build: the weaker "
        "and the stronger forms pass alike and the Verilog is the same"
        for desc in ("2 -> 1", "2 -> 3", "<= -> <")},
+    ("hw/nic/timely_engine.py", "DW = RT + DIFF_FRAC + 1", "1 -> 2"):
+        "every value kept in DW bits already fits them: rtt_diff (a stored field of "
+        "RT + DIFF_FRAC + 1 signed bits, or the clamp's result within +-diff_max) and "
+        "e = new_diff - rtt_diff, |e| < 2**(RT + 8) + 2**(RT + 8) = 2**(DW) fits DW + 1; one "
+        "bit more sign-extends the same values (and widens the gradient's rows, GW, which "
+        "hold the product already: see GW's entry)",
+    ("hw/nic/timely_engine.py", "v.ser = red(v.ser, 32 + SEG_BITS)", "32 -> 33"):
+        "the rows of ser_per_byte x seg_bytes are non-negative and sum to less than "
+        "2**32 x 2**17 = 2**(32 + SEG_BITS); a compressor keeps the sum, so every row stays "
+        "below it and a wider width only adds zero bits",
+    ("hw/nic/timely_engine.py", "v.ser = reduce_rows(v.ser, 32 + SEG_BITS)[SER_FRAC:]",
+     "32 -> 33"):
+        "the sum ser_per_byte x seg_bytes < 2**(32 + SEG_BITS): summed mod one more bit it is "
+        "the same number, and the extra top bit (0) disappears in fit(v.ser, TS_BITS + 2)",
+    ("hw/nic/timely_engine.py", "v.dn = reduce_rows(v.dn, RW + 8)", "8 -> 9"):
+        "the sum delta x hai_mult < 2**(RW + 8): summed mod one more bit it is the same "
+        "number (the extra top bit is 0), and it is only added to the rate and saturated",
+    **{("hw/nic/timely_engine.py", "neg, over = v.d < 0, v.d[RT:TS_BITS + 1] != 0", desc):
+       "differs only at d == 0, which gives RTT 0 either way (the clamp's 0, or d's low bits)"
+       for desc in ("< -> <=", "0 -> 1")},
+    **{("hw/nic/timely_engine.py", line, desc):
+       "the clamp at ew == +-diff_max selects +-diff_max, which is ew: the same value"
+       for line, desc in (("v.ew_hi = v.ew > diff_max", "> -> >="),
+                          ("v.ew_lo = v.ew < -diff_max", "< -> <="))},
+    ("hw/nic/timely_engine.py",
+     "v.f = Mux(~v.high & (f < 0), 0, f)[:FW_ - FRAC16 + 2].as_signed()", "< -> <="):
+        "differs only at f == 0, where both arms of the select are 0",
+    ("hw/nic/timely_engine.py", "v.below = x < r.min_rate", "< -> <="):
+        "at x == min_rate: with max_rate >= min_rate both forms give min_rate (x itself, or "
+        "lo_val = min_rate); with max_rate < min_rate x is above max_rate, and both give "
+        "max_rate (the above arm, or lo_val = max_rate)",
+    ("hw/nic/timely_engine.py", "v.above = x > r.max_rate", "> -> >="):
+        "at x == max_rate the above arm is max_rate, which is x (and below, checked first, "
+        "is the same in both forms)",
+    ("hw/nic/timely_engine.py", "v.dn = red(v.dn, RW + 8)", "8 -> 9"):
+        "the rows of delta x hai_mult are non-negative and sum to less than 2**27 x 2**8 = "
+        "2**(RW + 8); a compressor keeps the sum, so every row stays below 2**(RW + 8) and "
+        "a wider width only adds zero bits",
     ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
         "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
         "GRAD_FRAC + 4 = 20 kept bits",
