@@ -47,6 +47,12 @@ def tx_config(n_flows=16, time_width=16, horizon=4096, slots=8192, m=4, iw=4, bd
                               transport=tr)
 
 
+def ack_payload(lw, nw, lsn, n=1, ece=0, nak=0):
+    """An ACK/NAK event's ``cn`` payload ``{lsn, ece, n, nak}`` (LSN ``lw`` bits, ``n``
+    ``nw`` bits)."""
+    return lsn | ece << lw | n << (lw + 1) | nak << (lw + 1 + nw)
+
+
 class Tx(harness.ModelDriver):
     """The sender's datapath model with its registers; events as methods."""
 
@@ -64,8 +70,7 @@ class Tx(harness.ModelDriver):
         return self._do(EventKind.TX, lsn, t)
 
     def ack(self, t, lsn, n=1, ece=0, nak=0):
-        p = lsn | ece << self.lw | n << (self.lw + 1) | nak << (self.lw + 1 + self.nw)
-        return self._do(EventKind.CN, p, t)
+        return self._do(EventKind.CN, ack_payload(self.lw, self.nw, lsn, n, ece, nak), t)
 
     def pop(self, t):
         return self._do(EventKind.TIMER, None, t)
@@ -306,8 +311,8 @@ def _tx_vectors(cfg, rng, count, iw=4):
             lsn = rng.choice([una, nxt, snd_max, snd_max + 1, rng.randrange(snd_max + 2),
                               min(una + 1000, snd_max)]) & ((1 << LW) - 1)
             n = rng.randrange(1 << nw)
-            payload = (lsn | rng.randrange(2) << LW | n << (LW + 1)
-                       | int(rng.random() < 0.25) << (LW + 1 + nw))
+            payload = ack_payload(LW, nw, lsn, n, ece=rng.randrange(2),
+                                  nak=int(rng.random() < 0.25))
             out.append((state, EventKind.CN, payload, t))
         elif k < 0.75:
             lsn = nxt if rng.random() < 0.7 else rng.randrange(msg + 1)
@@ -347,7 +352,8 @@ def test_rtl_tx_boundaries():
     arms now + 1, the register's 0 meaning 1); the window gate's rounding up with an odd MTU
     (cw x 1001 = 1018 x 2**16 + 1: the gate is 1019 bytes, so 1018 in flight may send and
     1019 may not)."""
-    LW = 32
+    cfg = tx_config()
+    LW, nw = cfg.transport.lsn_width, cfg.transport.n_width
     act_bit = 1 << (LW + OFFER_FLAGS.index("act"))
 
     def st(**kw):
@@ -363,14 +369,11 @@ def test_rtl_tx_boundaries():
         regs = dict(model.regs_reset(), **regs_upd)
         return model, harness.check_vectors(dp, model, regs, vectors)
 
-    cfg = tx_config()
-    nw = cfg.transport.n_width
-
     def ack(lsn):
-        return lsn | 1 << (LW + 1)                  # n = 1, no ECE, no NAK
+        return ack_payload(LW, nw, lsn)             # n = 1, no ECE, no NAK
     t = 100
     fast, stable = LdcpTxStage.FAST.value, LdcpTxStage.STABLE.value
-    assert nw and cfg.transport.iw * MTU == 4000
+    assert cfg.transport.iw * MTU == 4000
     vectors = [
         (st(offer=4000 | act_bit, una=3000, snd_max=4000), EventKind.CN, ack(4000), t),
         (st(offer=4000 | act_bit, una=3000, snd_max=4000), EventKind.CN, ack(3999), t),
@@ -425,8 +428,8 @@ def _tx_engine_events(h, rng, flows, n, hot, nw, lw, p_hot=0.3, scale=1):
             lsn = rng.choice([smax, una, rng.randrange(una, smax + 1),
                               min(smax, una + MTU), smax + 1])
             n = rng.randrange(1 << nw)
-            payload = (lsn | int(rng.random() < 0.3) << lw | n << (lw + 1)
-                       | int(rng.random() < 0.1) << (lw + 1 + nw))
+            payload = ack_payload(lw, nw, lsn, n, ece=int(rng.random() < 0.3),
+                                  nak=int(rng.random() < 0.1))
             h.queues["cn"].append((f, payload))
         elif r < 0.95:
             h.queues["ctl"].append((f, CtlOp.READ, 0, 0))

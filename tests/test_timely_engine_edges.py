@@ -95,9 +95,9 @@ def test_app_limit_with_the_smallest_app_k():
     md = TimelyDatapathModel(dp)
     state = {"rate": 20000, "prev_rtt": 50, "rtt_diff": 0, "neg": 0, "valid": 1}
     p = payload(dp, 50, app_bytes=0, app_cycles=1 << 20)
-    for app_k, want in ((1, 20000), (0, None)):
+    for app_k, grows in ((1, 0), (0, 1)):
         regs = dict(regs_of(dp), app_k=app_k, t_low=100, t_high=1000)
-        want = 20000 + regs["delta"] if want is None else want
+        want = 20000 + grows * regs["delta"]
         assert regs["min_rate"] < 20000 and 20000 + regs["delta"] <= regs["max_rate"]
         vecs = [(state, EventKind.CN, p, 7)]
         check_pipe_against_model(dp, md, regs, vecs)
