@@ -12,10 +12,10 @@ import os
 import random
 
 from hw.nic.swift_config import SwiftConfig
-from hw.nic.swift_engine import SwiftDatapath
+from hw.nic.swift_engine import SwiftDatapath, SwiftOp
 from sim.models.swift import SwiftDatapathModel
-from tests.pipe_harness import check_pipe_against_model
-from tests.test_swift_engine import random_vector, regs_of
+from tests.pipe_harness import check_groups_against_model, check_pipe_against_model
+from tests.test_swift_engine import ev, random_vector, regs_of
 
 SEED = int(os.environ.get("CC_SEED", "20251125"))
 
@@ -34,11 +34,13 @@ def test_registers_at_their_width_maxima_match_the_model():
     # beta 0.5 and no floor so that the cut is not clamped
     zero = dict(regs_of(dp), base_target=0, hop_scale=0, endpoint_target=0, max_hops=0,
                 beta=1 << 15, mdf_floor=0)
+    groups = []
     for regs in (top, mixed, zero):
         vecs = [random_vector(rng, dp, regs) for _ in range(60)]
         for state, _, _, _ in vecs[::5]:
             state["fcwnd"] = 0          # (a WRITE can make it: flow scaling's table end)
-        check_pipe_against_model(dp, md, regs, vecs)
+        groups.append((regs, vecs))
+    check_groups_against_model(dp, md, groups)
 
 
 def test_flow_scaling_table_end_reached_by_a_zero_window():
@@ -58,3 +60,42 @@ def test_flow_scaling_table_end_reached_by_a_zero_window():
     for state, _, _, _ in vecs:
         state["fcwnd"] = 0
     check_pipe_against_model(dp, md, regs, vecs)
+
+
+def test_cut_ratio_at_targets_0_and_1_and_beta_above_one():
+    """The cut's ratio and ``beta x ratio`` at their edges, worked by hand, on a flow whose two
+    windows are 256 packets (2**24; flow scaling's target is 0 at and above 100 packets) and
+    that may decrease:
+
+    * targets of 1 cycle (``base_target`` 1, no hops; ``endpoint_target`` 1), delays of 2:
+      ratio = 2**16 (2 - 1) / 2 = 2**15, beta 0.8 (52429): p = 26214, f = max(2**16 - p,
+      mdf_floor 32768) = 39322, each window 256 x 39322 = 10,066,432 (a target of 1 is not a
+      target of 0, whose ratio is 2**16 - 1);
+    * an endpoint target of 0 (the saturated ratio 2**16 - 1), beta 1.0, no floor: p = 2**16 -
+      1, f = 1, the endpoint window 2**24 x 1 >> 16 = 256 (above min_cwnd 66); the fabric
+      window grows (delay 10 below a 1000-cycle target);
+    * beta at its register's maximum 2**17 - 1 (above 1.0), no floor, an endpoint delay of
+      4000 against 1000: ratio = 2**16 x 3000 / 4000 = 49152, beta x ratio = 6,442,401,792
+      (above 2**32), p = 98303 > 2**16, f = max(2**16 - p, 0) = 0: the endpoint window is
+      clamped to min_cwnd (66).
+
+    Every field also against the bit-exact model."""
+    dp = SwiftDatapath(SwiftConfig())
+    md = SwiftDatapathModel(dp)
+    base = dict(regs_of(dp), hop_scale=0, max_hops=0)
+    assert base["min_cwnd"] == 66 and base["max_cwnd"] == 1 << 24
+    state = {"pace": 0, "fcwnd": 1 << 24, "ecwnd": 1 << 24, "rtt": 100, "t_last": 0,
+             "decreased": 0, "retx": 0, "target": 0}
+    cases = [
+        (dict(base, base_target=1, endpoint_target=1, beta=52429, mdf_floor=32768), 2, 2,
+         {"fcwnd": 10_066_432, "ecwnd": 10_066_432}),
+        (dict(base, base_target=1000, endpoint_target=0, beta=1 << 16, mdf_floor=0), 10, 5,
+         {"ecwnd": 256}),
+        (dict(base, base_target=1000, endpoint_target=1000, beta=(1 << 17) - 1, mdf_floor=0),
+         10, 4000, {"ecwnd": 66}),
+    ]
+    groups = [(regs, [(state,) + ev(dp, SwiftOp.ACK, 500, fab, ep, 1, 1)[:2] + (7,)])
+              for regs, fab, ep, _ in cases]
+    outs = check_groups_against_model(dp, md, groups)
+    for (_, _, _, want), out in zip(cases, outs, strict=True):
+        assert {k: out[0][0][k] for k in want} == want, (want, out[0][0])

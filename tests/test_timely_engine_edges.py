@@ -18,8 +18,8 @@ from hw.nic.flow_datapath import EventKind
 from hw.nic.timely_config import TimelyConfig
 from hw.nic.timely_engine import TimelyDatapath
 from sim.models.timely import TimelyDatapathModel
-from tests.pipe_harness import check_pipe_against_model
-from tests.test_timely_engine import payload, regs_of
+from tests.pipe_harness import check_groups_against_model
+from tests.test_timely_engine import payload, random_regs, random_vector, regs_of
 
 SEED = int(os.environ.get("CC_SEED", "20251125"))
 
@@ -77,10 +77,11 @@ def test_extreme_registers_and_inputs_match_the_model():
     print(f"seed {SEED}")
     dp = TimelyDatapath(TimelyConfig())
     md = TimelyDatapathModel(dp)
+    groups = []
     for top in (True, False):
         regs = _extreme_regs(dp, top)
-        vecs = _extreme_vectors(dp, regs, rng, 40)
-        check_pipe_against_model(dp, md, regs, vecs)
+        groups.append((regs, _extreme_vectors(dp, regs, rng, 40)))
+    check_groups_against_model(dp, md, groups)
 
 
 def test_app_limit_with_the_smallest_app_k():
@@ -95,10 +96,67 @@ def test_app_limit_with_the_smallest_app_k():
     md = TimelyDatapathModel(dp)
     state = {"rate": 20000, "prev_rtt": 50, "rtt_diff": 0, "neg": 0, "valid": 1}
     p = payload(dp, 50, app_bytes=0, app_cycles=1 << 20)
+    groups, wants = [], []
     for app_k, grows in ((1, 0), (0, 1)):
         regs = dict(regs_of(dp), app_k=app_k, t_low=100, t_high=1000)
-        want = 20000 + grows * regs["delta"]
+        wants.append(20000 + grows * regs["delta"])
         assert regs["min_rate"] < 20000 and 20000 + regs["delta"] <= regs["max_rate"]
-        vecs = [(state, EventKind.CN, p, 7)]
-        check_pipe_against_model(dp, md, regs, vecs)
-        assert md.update(regs, state, EventKind.CN, p, 7).next_state["rate"] == want
+        groups.append((regs, [(state, EventKind.CN, p, 7)]))
+    outs = check_groups_against_model(dp, md, groups)
+    assert [out[0][0]["rate"] for out in outs] == wants
+
+
+def test_narrowest_rtt_width_app_limit_and_random_vectors():
+    """rtt_width 12 (the smallest the configuration takes; the other tests build 24): the
+    application-limited compare ``app_bytes 2**40 >= rate x cycles x app_k`` holds
+    ``app_bytes 2**40`` (up to 2**72) whatever the RTT width (the RTL kept it in
+    ``RT + 28 + RW + 2`` bits, 69 at RT 12, and read every application above 2**28 bytes as
+    slow).  Hand-worked, a flow at 20000 in the T_low region (RTT 50 < T_low 100), app_k
+    2**28 - 1, app_cycles 2**32 - 1 (saturated to 2**12 - 1): P = 20000 x 4095 x (2**28 - 1)
+    < 2**55, so app_bytes 2**32 - 1, 2**31 and 2**29 (2**69 ... 2**72 - 2**40 after the
+    shift) pass and the rate grows by delta; app_bytes 5 (5 x 2**40 < 2**43) is limited and
+    keeps 20000.  Then random states, completions and registers (thresholds within 12 bits)
+    against the bit-exact model, in the same build."""
+    rng = random.Random(f"{SEED}-timely-rt12")
+    print(f"seed {SEED}")
+    cfg = TimelyConfig(rtt_width=12, t_low_us=5, t_high_us=20, min_rtt_us=2)
+    dp = TimelyDatapath(cfg)
+    md = TimelyDatapathModel(dp)
+    regs = dict(regs_of(dp), app_k=(1 << 28) - 1, t_low=100, t_high=1000)
+    assert regs["min_rate"] < 20000 and 20000 + regs["delta"] <= regs["max_rate"]
+    state = {"rate": 20000, "prev_rtt": 50, "rtt_diff": 0, "neg": 0, "valid": 1}
+    cases = [((1 << 32) - 1, 1), (1 << 31, 1), (1 << 29, 1), (5, 0)]
+    vecs = [(state, EventKind.CN, payload(dp, 50, app_bytes=a, app_cycles=(1 << 32) - 1), 7)
+            for a, _ in cases]
+    groups = [(regs, vecs)]
+    for _ in range(2):
+        r = random_regs(rng, cfg)
+        r["t_high"] = min(r["t_high"], (1 << 12) - 1)
+        r["t_low"] = min(r["t_low"], r["t_high"])
+        groups.append((r, [random_vector(rng, dp, r) for _ in range(60)]))
+    outs = check_groups_against_model(dp, md, groups)
+    for (_, grows), got in zip(cases, outs[0], strict=True):
+        assert got[0]["rate"] == 20000 + grows * regs["delta"], (got[0], grows)
+
+
+def test_gradient_of_zero_and_of_one_unit():
+    """The gradient's sign test at its boundary, worked by hand: alpha = beta = 1.0 (2**16),
+    inv_min_rtt 2**16 (Q.32), ``ser_per_byte`` 2**14 (a 16 KB segment serializes in exactly 16
+    cycles, so the completion's RTT is the one written), a flow at 20000 with ``prev_rtt`` 1000
+    and ``rtt_diff`` 0, T_low 100 < RTT < T_high 5000 (the gradient region), no application
+    limit.  RTT 1001: ``rtt_diff`` = 1 << 8, gradient = 2**8 x 2**16 >> 24 = 1 unit (2**-16),
+    positive: the rate is cut by beta x gradient, 20000 x (2**16 - 1) >> 16 = 19999, and the
+    HAI counter clears.  RTT 1000: gradient 0, not positive: the rate grows by delta and the
+    counter counts the completion."""
+    dp = TimelyDatapath(TimelyConfig())
+    md = TimelyDatapathModel(dp)
+    regs = dict(regs_of(dp), alpha=1 << 16, beta=1 << 16, inv_min_rtt=1 << 16,
+                ser_per_byte=1 << 14, t_low=100, t_high=5000, app_k=0, hai_thresh=5)
+    assert regs["min_rate"] < 19999 and 20000 + regs["delta"] <= regs["max_rate"]
+    state = {"rate": 20000, "prev_rtt": 1000, "rtt_diff": 0, "neg": 2, "valid": 1}
+    want = [(1001, {"rate": 19999, "rtt_diff": 1 << 8, "neg": 0}),
+            (1000, {"rate": 20000 + regs["delta"], "rtt_diff": 0, "neg": 3})]
+    vecs = [(state, EventKind.CN, payload(dp, rtt, seg=16384, ser=16), 7) for rtt, _ in want]
+    for (rtt, exp), got in zip(want, check_groups_against_model(dp, md, [(regs, vecs)])[0],
+                               strict=True):
+        assert {k: got[0][k] for k in exp} == exp and got[0]["prev_rtt"] == rtt, (rtt, got[0])

@@ -199,6 +199,38 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "TW = D + HOP_BITS + 2            # base + hops x h + fs before the saturation", "2 -> 1"):
         "base_target < 2**D, the flow-scaling term < 2**D and hop_scale x hops < 2**(D + 8): "
         "the sum is below 2**(D + 9), so D + HOP_BITS + 1 bits hold it before the saturation",
+    ("hw/nic/swift_engine.py",
+     "TW = D + HOP_BITS + 2            # base + hops x h + fs before the saturation", "2 -> 3"):
+        "one bit wider than a width that already holds the sum (see 2 -> 1): the rows and "
+        "the sum only gain a zero top bit, and the saturation tests every bit from D up",
+    **{("hw/nic/swift_engine.py",
+        "v.thr = (ONE16 - fit(r.mdf_floor, FRAC16 + 3)).as_signed()     # max_mdf, signed",
+        desc):
+       "mdf_floor is a 17-bit register (FRAC16 + 1): fit to 18, 19 or 20 bits is the "
+       "register itself, and 2**16 - mdf_floor the same signed number"
+       for desc in ("3 -> 2", "3 -> 4")},
+    **{("hw/nic/swift_engine.py", line, "1 -> 2"):
+       "beta x ratio < 2**17 x 2**16 = 2**33 and non-negative: its rows are exact in 33 bits "
+       "(a compressor keeps the sum, every row stays below it), so 34 only adds a zero bit, "
+       "and p = the sum >> 16 is the same number"
+       for line in ('setattr(v, k + "_bw", red(mul_rows(r.beta, ratio, 2 * FRAC16 + 1),',
+                    "2 * FRAC16 + 1, 3))",
+                    'setattr(v, k + "_bw", red(getattr(v, k + "_bw"), 2 * FRAC16 + 1))',
+                    'setattr(v, k + "_p", reduce_rows(getattr(v, k + "_bw"), 2 * FRAC16 + 1)'
+                    '[FRAC16:])')},
+    **{("hw/nic/swift_engine.py", line, "1 -> 0"):
+       "rows beta << j (beta < 2**17, j <= 15: ratio is 16 bits) have their highest bits at "
+       "16 ... 31, and the first call's three compressor levels (triples in order, the rest "
+       "passed on) form none above 31: level 1 (16,17,18) ... (28,29,30) -> 18/18 ... 30/30, "
+       "31 passed; level 2 (18,18,21) -> 21/19, (21,24,24) -> 24/25, (27,27,30) -> 30/28, 30 "
+       "and 31 passed; level 3 (21,19,24) -> 24/22, (25,30,28) -> 30/29, 30 and 31 passed: so "
+       "32 bits (mul_rows' width or that call's) hold every row exactly (the next call's "
+       "level makes bit 32, at 33 bits)"
+       for line in ('setattr(v, k + "_bw", red(mul_rows(r.beta, ratio, 2 * FRAC16 + 1),',
+                    "2 * FRAC16 + 1, 3))")},
+    ("hw/nic/swift_engine.py", "MW = CW_BITS + FRAC16 + 1", "1 -> 2"):
+        "w x f < 2**32 x 2**17 = 2**49 and non-negative (f is 17 bits): the rows are exact in "
+        "49 bits, so 50 only adds a zero bit and the cut window (the sum >> 16) is the same",
     # The two products of TIMELY's first stage, reduced over two compressor levels: a bound
     # on each row's highest set bit (a 3:2 compressor's sum: the highest of its inputs'; its
     # carry: the second highest + 1, a majority needs two set bits) through compress()'s
@@ -292,6 +324,60 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the rows of delta x hai_mult are non-negative and sum to less than 2**27 x 2**8 = "
         "2**(RW + 8); a compressor keeps the sum, so every row stays below 2**(RW + 8) and "
         "a wider width only adds zero bits",
+    # TIMELY's stage widths one bit wider or narrower (eleventh session), each from a bound on
+    # the values the stage holds (RT = rtt_width, RW = rate_width; the non-negative products'
+    # rows stay below their sum, a compressor keeps the sum: rows exact in any width above it)
+    **{("hw/nic/timely_engine.py", "v.d = (fit(v.elapsed, TS_BITS + 2) - fit(v.ser, "
+        "TS_BITS + 2))[:TS_BITS + 2].as_signed()", desc):
+       "elapsed < 2**32 and ser = ser_per_byte x seg_bytes >> 24 < 2**(32 + 17 - 24) = 2**25, "
+       "so d is in (-2**25, 2**32) and fits 33 signed bits: any of the three widths at 33 or "
+       "35 gives the same d, and the over-range test reads bits RT ... 32, d's own bits in "
+       "every form (bit 32 is 0 for every d >= 0)"
+       for desc in ("2 -> 1", "2 -> 3")},
+    **{("hw/nic/timely_engine.py", "PW = PW1 + RW + 1", desc):
+       "P = app_k x cycles x rate < 2**(PW1 + RW) (app_k < 2**28, cycles < 2**RT, rate < "
+       "2**RW), so its rows are exact in PW1 + RW bits or more; the compare's width AW = "
+       "max(PW, 72) + 1 still holds app_bytes 2**40 - P as a signed number (|P| < 2**PW, "
+       "app_bytes 2**40 < 2**72): the same sign"
+       for desc in ("1 -> 0", "1 -> 2")},
+    ("hw/nic/timely_engine.py", "v.dn = red(v.dn, RW + 8)", "8 -> 7"):
+        "one bit narrower the compressors can drop a carry into bit 34 (delta = 3 x 2**25, "
+        "hai_mult = 192 loses 2**34), but the increase is only added to the rate and clamped "
+        "to max_rate < 2**27, so only a product in [2**34, 2**34 + 2**27) could show it: "
+        "python -m tools.timely_hai_rows runs every pair of that window (92,246,711) bit for "
+        "bit, none differs",
+    ("hw/nic/timely_engine.py", "XW = RT + DIFF_FRAC + 2 + FRAC16 + 2", "2 -> 3"):
+        "one bit wider than a width that already holds the EWMA's sum (see 2 -> 1): the same "
+        "value sign-extended, and ew = that >> 16 the same signed number",
+    ("hw/nic/timely_engine.py", "AW = max(PW, APP_BITS + APP_FRAC) + 1", "1 -> 2"):
+        "app_bytes 2**40 - P already fits max(PW, 72) + 1 signed bits: one more bit "
+        "sign-extends the same difference (the compare reads its sign)",
+    **{("hw/nic/timely_engine.py", "GW = DW + 32 + 1", desc):
+       "|rtt_diff x inv_min_rtt| <= 2**(DW - 1) (2**32 - 1) < 2**(DW + 31): the product fits "
+       "DW + 32 signed bits, and the rows' sum mod 2**GW is the product for any GW >= DW + "
+       "32, so g0 (its bits from GSHIFT, signed) is the same number"
+       for desc in ("32 -> 31", "1 -> 0", "1 -> 2")},
+    **{("hw/nic/timely_engine.py", "FW_ = FRAC16 + 1 + GRAD_FRAC + 5", desc):
+       "x (2**16 - q <= 2**16, or the saturated gradient < 2**20) times beta (< 2**17) is "
+       "below 2**37, so the rows are exact in 37 bits or more; the values FW_ sizes after "
+       "it hold in one bit less: p = that >> 16 < 2**21, f = 2**16 - p in (-2**21, 2**16] "
+       "(22 signed bits), rate x f below 2**48 in magnitude (MW - 1 = 50 signed bits), the "
+       "rate before the clamp below 2**32 in magnitude (36 signed bits): every value the same"
+       for desc in ("1 -> 0", "1 -> 2", "5 -> 4", "5 -> 6")},
+    **{("hw/nic/timely_engine.py", "f = (ONE16 - fit(v.p, FW_ - FRAC16 + 1)).as_signed()",
+        desc):
+       "p = beta x x >> 16 < 2**21 (see FW_): fit to 22, 23 or 24 bits is p itself"
+       for desc in ("1 -> 0", "1 -> 2")},
+    **{("hw/nic/timely_engine.py", "MW = RW + FW_ - FRAC16 + 3", desc):
+       "|rate x f| < 2**RW x 2**21 = 2**48 (f in (-2**21, 2**16], see FW_): it fits MW - 1 "
+       "= 51 signed bits, so the rows' sum mod 2**MW is the product either way, and "
+       "(rate x f) >> 16, below 2**32 in magnitude, fits the MW - 16 signed bits kept"
+       for desc in ("3 -> 2", "3 -> 4")},
+    **{("hw/nic/timely_engine.py", "v.x = fit(rate, MW - FRAC16 + 1).as_signed()", desc):
+       "the rate before the clamp is the old rate or rate + increase (< 2**28) or (rate x "
+       "f) >> 16 (below 2**32 in magnitude, see MW): 36 signed bits hold each, so 36, 37 "
+       "or 38 bits give the same number to the clamp's compares"
+       for desc in ("1 -> 0", "1 -> 2")},
     ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
         "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
         "GRAD_FRAC + 4 = 20 kept bits",

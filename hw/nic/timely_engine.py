@@ -216,8 +216,11 @@ class TimelyDatapath(FlowDatapath):
         # ---- 9
         v.ew = red(v.ew, XW)
         v.div = div.step(v.div)
-        # the application-limited compare: app_bytes 2**40 - P as rows, reduced to two
-        AW = PW + 1
+        # the application-limited compare: app_bytes 2**40 - P as rows, reduced to two, in
+        # signed AW bits: app_bytes 2**40 < 2**72 and P < 2**(PW - 1) (its rows' width keeps
+        # a bit to spare), so the wider of the two plus the sign (PW + 1 alone truncated
+        # app_bytes 2**40 when rtt_width < 16: the rule then read a fast application as slow)
+        AW = max(PW, APP_BITS + APP_FRAC) + 1
         v.ac = red([fit(v.app_b << APP_FRAC, AW)] + [~fit(x, AW) for x in v.p]
                    + [Const(len(v.p), AW)], AW)
         del v.p, v.app_b
@@ -375,7 +378,7 @@ class TimelyEngineConfig(BlockConfig):
     @classmethod
     def for_flows(cls, n_flows: int, **timely) -> TimelyEngineConfig:
         lat = TIMELY_PIPE_LATENCY
-        engine = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=max(16, min_out_fifo_depth(lat)))
+        engine = FlowEngineConfig(n_flows=n_flows, out_fifo_depth=min_out_fifo_depth(lat))
         return cls(engine=engine, timely=TimelyConfig(clk_hz=engine.clk_hz, **timely))
 
 
