@@ -276,12 +276,13 @@ class StagePipe:
 
 #: the cuts of :func:`build_rp_update`, in order, and what the section after each computes
 #: (section 1, before the first: the timers' due compares (the caller), alpha*g and Rc*mdf
-#: partial products + 3 compressor rows, the byte counter, stage + 1, 10 Rc, reload deadlines)
+#: partial products + 1 compressor row, the byte counter, stage + 1, 10 Rc, reload deadlines)
 RP_CUTS = (
-    "due",        # 2: cut decision, the stages; Rt > 10 Rc; alpha*g, Rc*mdf 2 rows each
+    "due",        # 2: cut decision, the stages; Rt > 10 Rc; alpha*g 4 rows, Rc*mdf 3
     "decide",     # 3: (1-g) alpha summed; hi/lo of the stages, the guard; Rc*mdf 2 rows
-    "stages",     # 4: (1-g) alpha + g saturated; increase phase, HAI factor; the floor summed
-    "alpha",      # 5: the alpha the cut uses; Rc*alpha_cut and HAI partial products
+    "stages",     # 4: (1-g) alpha + g saturated, the alpha the cut uses; increase phase, HAI
+                  #    factor; the floor summed
+    "alpha",      # 5: Rc*alpha_cut and HAI partial products
     "alpha_cut",  # 6: Rc*alpha_cut 4 rows, HAI product 3 rows; Rc - floor
     "dec_a",      # 7: Rc*alpha_cut 3 rows; HAI product summed; (Rc - floor) << gd_shift
     "dec_b",      # 8: Rc*alpha_cut summed; the increment, Rt + inc
@@ -335,8 +336,10 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     # ---- section 1: what depends on the state and the event only -------------------------------
     c.first = cnp & ~s.active
     # 3. alpha - (alpha * g >> 10) = (alpha * 2**10 + 2**10 - 1 - alpha * g) >> 10, exactly
+    # (one compressor level here, the rest in section 2: in the engine this section starts
+    # at the forwarding multiplexer, whose select fans out to the whole state word)
     c.ag = p.reduce(p.msum(AW + G_FRAC, values=[s.alpha << G_FRAC, (1 << G_FRAC) - 1],
-                           neg_products=[(s.alpha, r.g)]), 3)
+                           neg_products=[(s.alpha, r.g)]), 1)
     # 4. the byte counter
     was_hai = s.mode == RpMode.HAI
     halve = _and(r.halve_in_hyper, was_hai)
@@ -366,7 +369,7 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     c.clamp = clamp
     if _maybe(r.min_dec_fac):
         c.mdf = p.reduce(p.msum(RW + MDF_FRAC + 2, values=[(1 << MDF_FRAC) - 1],
-                                products=[(s.rc, r.min_dec_fac)]), 3)
+                                products=[(s.rc, r.min_dec_fac)]), 1)
     # the increase rule's thresholds (registers only: computed here, carried)
     rule = r.increase_rule
     F = r.threshold
@@ -396,9 +399,9 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
             else s.b_stage)
     if _maybe(r.rt_guard):
         c.rt_big = s.rt > c.rc10
-    c.ag = p.reduce(c.ag, 2)
+    c.ag = p.reduce(c.ag, 4)
     if _maybe(r.min_dec_fac):
-        c.mdf = p.reduce(c.mdf, 2)
+        c.mdf = p.reduce(c.mdf, 3)
 
     c = p.cut("decide", c)
     # ---- section 3: (1-g) alpha; hi/lo of the stages -----------------------------------------
@@ -416,7 +419,7 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
         c.mdf = p.reduce(c.mdf, 2)
 
     c = p.cut("stages", c)
-    # ---- section 4: (1-g) alpha + g; the increase phase and the HAI factor; the floor ---------
+    # ---- section 4: (1-g) alpha + g, the alpha the cut uses; the increase phase; the floor ---
     s, a_due, cnp = c.s, c.timers.due["a"], c.cnp
     c.raised = wire("raised", _sat_one(c.decayed + (r.g << (ALPHA_FRAC - G_FRAC))), AW,
                     a_due | cnp)                                           # (1-g)a + g
@@ -441,21 +444,28 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     c.excess = lo + c.off_f       # the HAI factor before its clamps (signed)
     if _maybe(r.min_dec_fac):
         c.floor = wire("floor", p.total(c.mdf)[MDF_FRAC:], RW, c.action)
-
-    c = p.cut("alpha", c)
-    # ---- section 5: the alpha the cut uses, Rc * alpha_cut starts; HAI product starts --------
-    s, a_due = c.s, c.timers.due["a"]
+    # the alpha the cut uses, selected here beside (1-g) alpha + g and registered: each of its
+    # bits fans out to a whole row of Rc * alpha_cut, and the select in front of that fan-out
+    # was the pipelined engine's critical path
+    # (written as one late select of `raised` against a choice among registers, so the path
+    # is the add and its saturation plus one LUT level)
     raised, decayed = c.raised, c.decayed
     on_cnp = r.alpha_mode == ALPHA_ON_CNP
-    per_cut = Mux(a_due, Mux(s.alpha_flag, raised, decayed), s.alpha)
+    per_raised = a_due & s.alpha_flag
+    per_other = Mux(a_due, decayed, s.alpha)
     if _fixed(on_cnp):
         alpha_cut = (raised if r.alpha_before_cut else s.alpha) if on_cnp else \
-            wire("alpha_cut", per_cut)
+            wire("alpha_cut", Mux(per_raised, raised, per_other))
     else:
-        alpha_cut = wire("alpha_cut", Mux(on_cnp, Mux(r.alpha_before_cut, raised, s.alpha),
-                                          per_cut))
+        take_raised = Mux(on_cnp, r.alpha_before_cut, per_raised)
+        other = Mux(on_cnp, s.alpha, per_other)
+        alpha_cut = wire("alpha_cut", Mux(take_raised, raised, other))
     c.alpha_cut = alpha_cut
-    c.dec = p.msum(RW + AW, products=[(s.rc, alpha_cut)])
+
+    c = p.cut("alpha", c)
+    # ---- section 5: Rc * alpha_cut starts; HAI product starts ------------------------------
+    s = c.s
+    c.dec = p.msum(RW + AW, products=[(s.rc, c.alpha_cut)])
     mult = Mux(c.excess > 0, c.excess, 0)
     # (lo + 1 - F reaches STAGE_MAX + 1 only with F = 0, which a run-time threshold allows)
     mult = mult[:8] if _fixed(F) and F >= 1 else umin(mult, STAGE_MAX)[:8]
