@@ -70,29 +70,43 @@ def test_invalid_config(changes, field):
     assert info.value.field == field
 
 
-@pytest.mark.parametrize("rule, n_us", [("paper", 0.16), ("paper", 0), ("periodic", 0.096)])
+# (n_us 0.0064 and 0.0128: N = 1 and 2 cycles, the window's reload 0 and 1 at reset; every
+# run also rewrites N at run time, to 0 ... 3 and random values, as the register port does)
+@pytest.mark.parametrize("rule, n_us", [("paper", 0.16), ("paper", 0), ("paper", 0.0064),
+                                        ("paper", 0.0128), ("periodic", 0.096)])
 def test_rtl_matches_model(rule, n_us):
     cfg = DcqcnNpConfig(flows=5, rule=rule, min_time_between_cnps=n_us, timer_width=8)
+    assert n_us not in (0.0064, 0.0128) or cfg.n_cycles == round(n_us / 0.0064)
     dut, model, rng = DcqcnNp(cfg), NpModel(cfg), random.Random(9)
+    n_addr = cfg.register_map()["MIN_TIME_BETWEEN_CNPS"].addr
     sim = Simulator(dut)
     sim.add_clock(4e-9)
 
     async def bench(ctx):
+        writes = 0
         for cycle in range(3000):
             ev = rng.randrange(7) if rng.random() < 0.4 else None   # 5, 6: out of range
             ce = rng.random() < 0.8
             ready = rng.random() < 0.5
+            w = rng.choice([0, 1, 2, 3, rng.randrange(256)]) if rng.random() < 0.01 else None
             ctx.set(dut.event.valid, ev is not None)
             ctx.set(dut.event.payload.flow, ev or 0)
             ctx.set(dut.event.payload.ce, ce)
             ctx.set(dut.cnp.ready, ready)
+            ctx.set(dut.csr_w.valid, w is not None)
+            ctx.set(dut.csr_w.payload.addr, n_addr)
+            ctx.set(dut.csr_w.payload.data, w or 0)
+            assert w is None or ctx.get(dut.csr_w.ready), cycle
             offer = model.offer()
             assert ctx.get(dut.cnp.valid) == (offer is not None), cycle
             if offer is not None:
                 assert ctx.get(dut.cnp.payload.flow) == offer, cycle
             await ctx.tick()
             model.step(ev if (ev is not None and ce) else None, ready)
-        assert len(model.sent) > 50
+            if w is not None:
+                model.write(n_addr, w)
+                writes += 1
+        assert len(model.sent) > 50 and writes > 10
 
     sim.add_testbench(bench)
     sim.run()

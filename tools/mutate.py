@@ -231,6 +231,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("hw/nic/swift_engine.py", "MW = CW_BITS + FRAC16 + 1", "1 -> 2"):
         "w x f < 2**32 x 2**17 = 2**49 and non-negative (f is 17 bits): the rows are exact in "
         "49 bits, so 50 only adds a zero bit and the cut window (the sum >> 16) is the same",
+    ("hw/nic/dcqcn_np.py",
+     "ce = self.event.valid & self.event.payload.ce & (self.event.payload.flow < F)", "< -> <="):
+        "ce is only read as ce & (flow == i) for i < F, so a flow of F (or above) sets nothing "
+        "with either bound: the range check itself is redundant, its boundary unobservable",
     # The two products of TIMELY's first stage, reduced over two compressor levels: a bound
     # on each row's highest set bit (a 3:2 compressor's sum: the highest of its inputs'; its
     # carry: the second highest + 1, a majority needs two set bits) through compress()'s
