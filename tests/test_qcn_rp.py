@@ -172,11 +172,18 @@ def test_model_against_float_reference(gd, mdf):
 
 
 def run_rtl(cfg, events):
+    """Each event on its own cycle: a QcnCnm / QcnTx, None (idle) or ``("w", addr, value)``
+    (a register write, no event); the state after each cycle."""
     dut, codec, states = QcnRp(cfg), QcnRpCodec(cfg), []
 
     async def bench(ctx):
         for ev in events:
-            if ev is None:
+            write = isinstance(ev, tuple)
+            ctx.set(dut.csr_w.valid, write)
+            if write:
+                ctx.set(dut.csr_w.payload.addr, ev[1])
+                ctx.set(dut.csr_w.payload.data, ev[2])
+            if ev is None or write:
                 ctx.set(dut.event.valid, 0)
             else:
                 ctx.set(dut.event.payload.as_value(), codec.event(ev))
@@ -207,3 +214,69 @@ def test_rtl_matches_model():
     for k, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == e, (k, events[max(0, k - 3):k + 1], g, e)
     assert m.cuts > 50 and m.timer_cycles > 50 and m.byte_cycles > 200 and m.guards > 0
+
+
+def _model_states(cfg, events):
+    m, out = QcnRpModel(cfg), []
+    for ev in events:
+        if ev is None or isinstance(ev, tuple):
+            m.idle(1)
+            if ev is not None:
+                m.write(ev[1], ev[2])
+        else:
+            m.step(ev)
+        out.append(type(m.state)(**vars(m.state)))
+    return out
+
+
+def test_rtl_boundaries_by_hand():
+    """Boundaries the random run rarely reaches, RTL against the model every cycle and the key
+    values by hand (no jitter: the byte counter reloads to exactly 1000 bytes, the timer to
+    exactly 100 cycles (0.64 us), 50 once its stage reaches F = 5).  After two cuts by Fb 63
+    TR = 5078.125 Mb/s (below the 10 Gb/s line rate), CR = 2578.73...:
+
+    * a TX of 999 bytes leaves 1; a TX of exactly 1 (the counter's value) is a byte cycle;
+      the 5th byte cycle (ByteStage = F, TimeStage 0) is still fast recovery: TR unchanged;
+    * with TimeStage 6 > F (550 idle cycles) the 5th byte cycle (ByteStage = F) is active
+      increase, not hyper: TR grows by R_AI = 5 Mb/s exactly;
+    * LINE_RATE written to 1000 Mb/s (below CR) before a byte cycle: CR and TR are capped to
+      it, (CR + TR') / 2 = 1789... is not taken."""
+    cfg = QcnRpConfig(byte_reset=1000, time_reset_us=0.64, jitter=0.0)
+    line_addr = cfg.register_map()["LINE_RATE"].addr
+    cuts = [QcnCnm(63), QcnCnm(63)]
+    runs = {
+        "fr": cuts + [QcnTx(999), QcnTx(1)] + [QcnTx(1000)] * 4,
+        "ai": cuts + [None] * 550 + [QcnTx(1000)] * 5,
+        "line": cuts + [("w", line_addr, 1000 * MBPS), QcnTx(1000)],
+    }
+    for name, events in runs.items():
+        expected = _model_states(cfg, events)
+        got = run_rtl(cfg, events)
+        for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+            assert g == e, (name, k, g, e)
+        tr_cut = 5078.125 * MBPS
+        if name == "fr":
+            assert expected[2].bc == 1 and expected[3].b_stage == 1 and expected[3].bc == 1000
+            assert expected[-1].b_stage == 5 and expected[-1].tr == tr_cut
+        elif name == "ai":
+            assert expected[-2].b_stage == 4 and expected[-1].b_stage == 5
+            assert expected[-1].t_stage == 6
+            assert expected[-1].tr == expected[-2].tr + 5 * MBPS
+        else:
+            assert expected[-1].cr == expected[-1].tr == 1000 * MBPS
+
+
+def test_rtl_guard_at_exactly_ten_times():
+    """The TR guard's boundary (TR > 10 CR, strict), by hand: min_rate 1000 Mb/s, MinDecFac
+    0.05 (a floor of 10000 x 13/256 = 507.8 Mb/s, below min_rate) and Gd 1/64; a cut by Fb 63
+    from the line rate lands on min_rate, so TR = 10000 = 10 CR exactly: the guard does not
+    fire, and the first byte cycle averages (1000 + 10000) / 2 = 5500 Mb/s with TR unchanged
+    (a guard would have taken TR to 10000 / 8 = 1250 first).  RTL against the model every
+    cycle."""
+    cfg = QcnRpConfig(byte_reset=1000, jitter=0.0, tr_guard=True, min_rate_mbps=1000,
+                      min_dec_fac=0.05, gd=6)
+    events = [QcnCnm(63), QcnTx(1000)]
+    expected = _model_states(cfg, events)
+    assert expected[0].cr == 1000 * MBPS and expected[0].tr == 10 * expected[0].cr
+    assert expected[1].tr == 10_000 * MBPS and expected[1].cr == 5500 * MBPS
+    assert run_rtl(cfg, events) == expected
