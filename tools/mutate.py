@@ -235,6 +235,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "ce = self.event.valid & self.event.payload.ce & (self.event.payload.flow < F)", "< -> <="):
         "ce is only read as ce & (flow == i) for i < F, so a flow of F (or above) sets nothing "
         "with either bound: the range check itself is redundant, its boundary unobservable",
+    **{("hw/switch/hash_table.py",
+        "if 2 * W <= 8:      # truth tables of the 2 x ways free bits: LUTs, no carry chains",
+        desc):
+       "an elaboration-time choice between two forms of the same five compares of the two "
+       "sides' free-way counts (truth tables indexed by the 2W free bits, or the popcounts "
+       "compared): both apply the same lambdas to the same counts, so moving the bound only "
+       "builds the other form at W = 4 (2W is even: <= 9 is <= 8); the tests build ways 1, "
+       "2 and 4, and with the bound moved the ways-4 build takes the popcount form and passes"
+       for desc in ("<= -> <", "8 -> 7", "8 -> 9")},
     # The two products of TIMELY's first stage, reduced over two compressor levels: a bound
     # on each row's highest set bit (a 3:2 compressor's sum: the highest of its inputs'; its
     # carry: the second highest + 1, a majority needs two set bits) through compress()'s
