@@ -383,12 +383,17 @@ def test_counters_saturate():
     assert log["counters"] == (2, 255, 255, 255)
 
 
-def test_reset_sweep_clears_the_table():
+@pytest.mark.parametrize("buckets", [4, 16])
+def test_reset_sweep_clears_the_table(buckets):
     """A reset after the table was filled: block RAM contents survive ``rst``, so the reset
     sweep (``buckets / 2`` cycles, ``cmd.ready`` low) must invalidate every way: afterwards
-    every key is absent (NOT_FOUND, value 0), the occupancy 0, and a new key goes in."""
-    cfg = HashTableConfig(buckets=4, ways=2, key_width=8, value_width=4, counter_width=8)
-    keys = list(range(1, 17))                   # 16 keys for 8 ways: every way filled
+    every key is absent (NOT_FOUND, value 0), the occupancy 0, and a new key goes in.  The
+    sweep's length by hand: ``clearing`` is set by the reset and ends when its index has
+    passed every bucket of a side, so ``cmd.ready`` rises exactly ``buckets / 2`` cycles after
+    the reset's edge (2 and 8 here: at 4 buckets a sweep one cycle long or short still covers
+    both of a side's buckets, at 16 it does not)."""
+    cfg = HashTableConfig(buckets=buckets, ways=2, key_width=8, value_width=4, counter_width=8)
+    keys = list(range(1, 17))       # 16 keys: every way filled at 4 buckets
     after = [(HtOp.LOOKUP, k, 0, 0) for k in keys] + [(HtOp.ADD, 99, 5, 1),
                                                       (HtOp.LOOKUP, 99, 0, 1)]
     rst = Signal()
@@ -406,6 +411,11 @@ def test_reset_sweep_clears_the_table():
         ctx.set(rst, 1)
         await ctx.tick()
         ctx.set(rst, 0)
+        waited = 0
+        while not ctx.get(dut.cmd.ready):
+            await ctx.tick()
+            waited += 1
+        log["ready_after"] = waited
         await stream_put(ctx, dut.cmd, [codec.pack_command(*op) for op in after])
 
     async def monitor(ctx):
@@ -419,7 +429,9 @@ def test_reset_sweep_clears_the_table():
     sim.add_testbench(monitor)
     sim.run()
     res = [codec.unpack_result(b) for b in got]
-    assert sum(r.status == HtStatus.OK for r in res[:16]) == 8 == log["occupancy_before"]
+    added = sum(r.status == HtStatus.OK for r in res[:16])
+    assert added == log["occupancy_before"] and added == (8 if buckets == 4 else 16)
+    assert log["ready_after"] == buckets // 2
     assert [(r.status, r.value) for r in res[16:32]] == [(HtStatus.NOT_FOUND, 0)] * 16
     assert [(r.status, r.value) for r in res[32:]] == [(HtStatus.OK, 0), (HtStatus.OK, 5)]
     assert log["occupancy_after"] == 1
