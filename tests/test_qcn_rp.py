@@ -198,25 +198,9 @@ def run_rtl(cfg, events):
     return states
 
 
-def test_rtl_matches_model():
-    cfg = QcnRpConfig(time_reset_us=0.08, byte_reset=5_000, jitter=0.3, ai_rate_mbps=7.5,
-                      hai_rate_mbps=120, gd=6, min_dec_fac=0.05)
-    events = random_events(cfg, 3000, 9)
-    m = QcnRpModel(cfg)
-    expected = []
-    for ev in events:
-        if ev is None:
-            m.idle(1)
-        else:
-            m.step(ev)
-        expected.append(type(m.state)(**vars(m.state)))
-    got = run_rtl(cfg, events)
-    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
-        assert g == e, (k, events[max(0, k - 3):k + 1], g, e)
-    assert m.cuts > 50 and m.timer_cycles > 50 and m.byte_cycles > 200 and m.guards > 0
-
-
-def _model_states(cfg, events):
+def model_states(cfg, events):
+    """The model through ``events`` (as :func:`run_rtl` takes them); the state after each
+    cycle, and the model (for its counters)."""
     m, out = QcnRpModel(cfg), []
     for ev in events:
         if ev is None or isinstance(ev, tuple):
@@ -226,7 +210,18 @@ def _model_states(cfg, events):
         else:
             m.step(ev)
         out.append(type(m.state)(**vars(m.state)))
-    return out
+    return out, m
+
+
+def test_rtl_matches_model():
+    cfg = QcnRpConfig(time_reset_us=0.08, byte_reset=5_000, jitter=0.3, ai_rate_mbps=7.5,
+                      hai_rate_mbps=120, gd=6, min_dec_fac=0.05)
+    events = random_events(cfg, 3000, 9)
+    expected, m = model_states(cfg, events)
+    got = run_rtl(cfg, events)
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+        assert g == e, (k, events[max(0, k - 3):k + 1], g, e)
+    assert m.cuts > 50 and m.timer_cycles > 50 and m.byte_cycles > 200 and m.guards > 0
 
 
 def test_rtl_boundaries_by_hand():
@@ -250,7 +245,7 @@ def test_rtl_boundaries_by_hand():
         "line": cuts + [("w", line_addr, 1000 * MBPS), QcnTx(1000)],
     }
     for name, events in runs.items():
-        expected = _model_states(cfg, events)
+        expected, _ = model_states(cfg, events)
         got = run_rtl(cfg, events)
         for k, (g, e) in enumerate(zip(got, expected, strict=True)):
             assert g == e, (name, k, g, e)
@@ -276,7 +271,7 @@ def test_rtl_guard_at_exactly_ten_times():
     cfg = QcnRpConfig(byte_reset=1000, jitter=0.0, tr_guard=True, min_rate_mbps=1000,
                       min_dec_fac=0.05, gd=6)
     events = [QcnCnm(63), QcnTx(1000)]
-    expected = _model_states(cfg, events)
+    expected, _ = model_states(cfg, events)
     assert expected[0].cr == 1000 * MBPS and expected[0].tr == 10 * expected[0].cr
     assert expected[1].tr == 10_000 * MBPS and expected[1].cr == 5500 * MBPS
     assert run_rtl(cfg, events) == expected
