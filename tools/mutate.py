@@ -48,7 +48,8 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "qcn_rp": (["hw/nic/qcn_rp.py"], ["tests/test_qcn_rp.py"]),
     "ldcp_window": (["hw/nic/ldcp_window.py"], ["tests/test_ldcp_window_rtl.py"]),
     "ldcp_transport": (["hw/nic/ldcp_transport.py"], ["tests/test_ldcp_transport_rtl.py"]),
-    "marker": (["hw/switch/marker.py"], ["tests/test_marker_rtl.py"]),
+    "marker": (["hw/switch/marker.py"], ["tests/test_marker_rtl.py",
+                                         "tests/test_marker_boundaries.py"]),
     "hash_table": (["hw/switch/hash_table.py"], ["tests/test_hash_table.py"]),
     "qcn_cp": (["hw/switch/qcn_cp.py"], ["tests/test_qcn_cp.py"]),
     "cnm_gen": (["hw/switch/cnm_gen.py"], ["tests/test_cnm.py"]),
@@ -231,6 +232,41 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("hw/nic/swift_engine.py", "MW = CW_BITS + FRAC16 + 1", "1 -> 2"):
         "w x f < 2**32 x 2**17 = 2**49 and non-negative (f is 17 bits): the rows are exact in "
         "49 bits, so 50 only adds a zero bit and the cut window (the sum >> 16) is the same",
+    # The marker: widths one bit wider than the values they hold, reset values overwritten
+    # before any descriptor reads them, and an elaboration-time check
+    ("hw/switch/marker.py", "SW = signed(max(W, cfg.len_width) + 2)", "2 -> 3"):
+        "the limits one bit wider: every limit (2**occ_width - (2**len_width - 1) - 2**occ_width "
+        "... 2**(occ_width + 1)) already fits; the clamp tests the sign of the expression and "
+        "keeps LW low bits of a non-negative value, NEVER = 2**occ_width fits either way: the "
+        "same compares",
+    ("hw/switch/marker.py", "sc_delta_sum = Signal(signed(cfg.len_width + 2))", "2 -> 3"):
+        "the sum of two signed lengths (|each| < 2**len_width) fits len_width + 2 signed bits; "
+        "one more is a copy of the sign, and every use sign-extends it",
+    ("hw/switch/marker.py",
+     "t = Signal(W + 1, name=name, init=getattr(reset, name) + reset.compare)", "1 -> 2"):
+        "K + compare <= 2**occ_width - 1 + 1 fits W + 1 bits, so W + 2 holds the same value; "
+        "(the line's other 1 is no mutant here: only the width's)",
+    **{("hw/switch/marker.py", line, desc):
+       "the width (W + 2 bits for a value <= 2**W, buf_max + 1 or shared_buffer + 1) holds the "
+       "same value; the reset value (+0, +2) is overwritten at the first clock edge by the "
+       "register's next value (buf_max + 1 from the register file, whose reset is the same "
+       "configuration value), and no descriptor reads it in the first cycle after a reset: "
+       "the reset sweep holds desc.ready low for max(queues, 1) >= 1 cycles "
+       "(tests/test_marker_boundaries.py::test_reset_sweep_clears_every_queue counts them)"
+       for line in ("th_buf = Signal(W + 1, init=reset.buf_max + 1)",
+                    "th_pool = Signal(W + 1, init=reset.shared_buffer + 1)")
+       for desc in ("1 -> 0", "1 -> 2")},
+    **{("hw/switch/marker.py",
+        "return Mux(v.as_signed() < 0, 0, v.as_unsigned()[:LW])", desc):
+       "the clamp of a limit at 0: the two forms differ only at v = 0, where the clamp's 0 "
+       "and v's own low bits are both 0"
+       for desc in ("< -> <=", "0 -> 1")},
+    **{("hw/switch/marker.py",
+        "assert product_levels(D + 1, self.MUL_FAN_IN) <= self.MUL_STAGES", desc):
+       "an elaboration-time check, not hardware: product_levels(draw_bits + k, 2) <= 5 for "
+       "every legal draw_bits (4 ... 24) and k = 0, 1, 2 (26 terms: 13, 7, 4, 2, 1), so it "
+       "never fires and the Verilog is the same"
+       for desc in ("1 -> 0", "1 -> 2")},
     ("hw/nic/dcqcn_np.py",
      "ce = self.event.valid & self.event.payload.ce & (self.event.payload.flow < F)", "< -> <="):
         "ce is only read as ce & (flow == i) for i < F, so a flow of F (or above) sets nothing "
