@@ -82,9 +82,9 @@ def test_window_accesses():
         assert (await read(ctx, 0, 1))[0] == regmap.registers[0].reset
         # a cleared flow: every field 0, disabled; with nothing in flight the answer comes
         # pipe_depth + 4 cycles after csr_rstb (READ registered, issued, the pipeline, the rd
-        # FIFO, the answer registered): 8 with this one-cycle datapath
+        # FIFO, the answer registered): 9 with this one-cycle datapath
         value, waited = await read(ctx, win(0, "RC"))
-        assert value == 0 and waited == 8, f"RC {value}, rack after {waited} cycles"
+        assert value == 0 and waited == 9, f"RC {value}, rack after {waited} cycles"
         assert (await read(ctx, win(0, "CTRL")))[0] == 0
         ops["n"] += 2
         # START the first and the last flow: init state, enabled

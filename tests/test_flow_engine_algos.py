@@ -240,16 +240,17 @@ def test_qcn_engine_random(latency, timer):
 
 #: the burst's figures by timer service, derived by hand: the wheel spreads the 16 entries of
 #: one deadline over 16 slots (0, 1, ..., 15 late: sum 120, 8 in 8..15).  The calendar (horizon
-#: 160) parks the entries of flows 0 ... 6, whose WRITEs come first (the deadline is more than
-#: the horizon after their re-evaluation): they pop again at 218 + 2 f, 21 ... 9 cycles before
-#: the deadline (239), and their re-inserts reach the calendar 4 + 10 cycles later (write-back,
-#: insert latency): 232 + 2 f, in the deadline's slot for f <= 3, past it for flows 4, 5, 6
-#: (placed at 240, 242, 244).  The deadline's slot then holds 13 entries, popped one per 3
-#: cycles (0, 3, ..., 36 late), and the three placed later pop after them, 37, 38, 39 late:
-#: sum 348, 9, 12 and 15 in 8..15.  The reloads (deadline + K, inserted well before) all go to one
-#: slot: the second burst is 0, 3, ..., 45 late (sum 360).
+#: 160) parks the entries of flows 0 ... 6, whose WRITEs come first (their re-evaluations
+#: insert the deadline, 240, before 80: more than the horizon ahead): they pop again at
+#: 221 + 2 f, 19 ... 7 cycles before the deadline, and their re-inserts reach the calendar
+#: 5 + 10 cycles later (write-back, insert latency): 236 + 2 f, in the deadline's slot for
+#: f <= 2, past it for flows 3 ... 6 (placed at 242, 244, 246, 248).  The deadline's slot then
+#: holds 12 entries, popped one per 3 cycles (0, 3, ..., 33 late), and the four placed later
+#: pop after them, 34 ... 37 late: sum 198 + 142 = 340, 9, 12 and 15 in 8..15.  The reloads
+#: (deadline + K, inserted well before) all go to one slot: the second burst is 0, 3, ..., 45
+#: late (sum 360).
 BURST = {"wheel": {"expiries": 16, "late_max": 15, "late_sum": 120, "late_h0": 1, "late_h4": 8},
-         "calendar": {"expiries": 16, "late_max": 39, "late_sum": 348, "late_h0": 1,
+         "calendar": {"expiries": 16, "late_max": 37, "late_sum": 340, "late_h0": 1,
                       "late_h4": 3}}
 #: the second burst's lateness sum
 BURST2 = {"wheel": 120, "calendar": 360}
@@ -259,7 +260,7 @@ BURST2 = {"wheel": 120, "calendar": 360}
 def test_dcqcn_engine_timer_burst(timer):
     """Every flow's alpha timer written to the same deadline (WRITEs of ``a_dl`` then
     ``a_on``): the 16 expiries are applied 0, 1, ..., 15 cycles late (sum 120) on the wheel,
-    0, 3, ..., 36, 37, 38, 39 (sum 348, see ``BURST``) on the calendar; the reloads count from
+    0, 3, ..., 33, 34, 35, 36, 37 (sum 340, see ``BURST``) on the calendar; the reloads count from
     the common deadline (no drift: the next burst is due K cycles later, and is as late again
     on the wheel, 0, 3, ..., 45 on the calendar)."""
     dp = DcqcnDatapath(DCQCN_BUILD, W)

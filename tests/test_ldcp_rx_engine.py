@@ -11,7 +11,7 @@ import time
 import pytest
 
 from hw.nic.flow_datapath import CtlOp, EventKind
-from hw.nic.flow_engine_config import FlowEngineConfig
+from hw.nic.flow_engine_config import FlowEngineConfig, min_out_fifo_depth
 from hw.nic.ldcp_rx_engine import LdcpRxDatapath, LdcpRxEngineConfig
 from hw.nic.ldcp_transport_config import LdcpTransportConfig
 from hw.nic.ldcp_window_config import MTU_WIDTH, LdcpWindowConfig
@@ -29,7 +29,8 @@ def rx_config(n_flows=16, time_width=16, m=4, ack_delay_cycles=50, latency=1, ls
     win = LdcpWindowConfig(m=m, mtu=MTU, rtt_us=1.0)
     tr = LdcpTransportConfig(window=win, ack_delay_us=harness.us(ack_delay_cycles),
                              lsn_width=lsn_width)
-    eng = harness.flow_engine(n_flows, time_width, horizon, slots, max(8, latency + 4))
+    eng = harness.flow_engine(n_flows, time_width, horizon, slots,
+                              max(8, min_out_fifo_depth(latency)))
     return LdcpRxEngineConfig(engine=eng, transport=tr, latency=latency)
 
 

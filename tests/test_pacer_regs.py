@@ -188,7 +188,7 @@ def test_model_write_rules():
         for _ in range(n):
             o = m.step(**offer)
             if o.rate is not None and o.rate >> 4:
-                grants.append(m.cycle - 1 - 5)        # the grant's issue cycle (latency 5)
+                grants.append(m.cycle - 1 - 6)        # the grant's issue cycle (latency 6)
             if offer and any(getattr(o, f"{k}_ready") for k in offer):
                 offer = {}
         return offer
@@ -210,13 +210,13 @@ def test_model_write_rules():
     run(20)
     assert grants[3:] == [c1] and m.state(1)["algo"]["armed"] == 1
     # a deadline written in the past (c2 - 50, the WRITE issued at c2): granted at the
-    # WRITE's re-evaluation, pipe_depth 4 + insert latency 4 = 8 cycles later, 58 late (no
+    # WRITE's re-evaluation, pipe_depth 5 + insert latency 4 = 9 cycles later, 59 late (no
     # cap at the reset burst), and the grid continues from it: the last packet at c2 + 50
     c2 = m.cycle
     assert not run(1, ctl=(1, CtlOp.WRITE, NEXT, biased(c2 - 50)))
     run(100)
-    assert grants[4:] == [c2 + 8, c2 + 50], (c2, grants)
-    assert m.counter("late_max") == 58 and m.state(1)["algo"]["backlog"] == 0
+    assert grants[4:] == [c2 + 9, c2 + 50], (c2, grants)
+    assert m.counter("late_max") == 59 and m.state(1)["algo"]["backlog"] == 0
     # the datapath alone: unarmed, backlog 2, a tx of one packet at t = 1000: armed, granted
     dpm = PacerDatapathModel(PacerDatapath(cfg))
     regs = dpm.regs_reset()
@@ -443,6 +443,6 @@ def test_top_against_model():
     run_testbenches(dut, bench)
     print(stats, {k: (min(v), max(v)) for k, v in waits.items()})
     assert stats["grants"] > 20 and stats["reads"] > 10
-    # a READ answers pipe_depth(1) + 4 = 8 cycles after the strobe with nothing ahead of it
+    # a READ answers pipe_depth(1) + 4 = 9 cycles after the strobe with nothing ahead of it
     # (docs/pacer.md); a high word's and a global word's read the next cycle
-    assert min(waits[True]) == 8 and set(waits[False]) == {1}
+    assert min(waits[True]) == 9 and set(waits[False]) == {1}

@@ -68,26 +68,26 @@ def _nic(kind: str, flows: int = 3):
 def _hand_derived(kind: str):
     """The engine's timing by hand: the table sweep (8 cycles, 8 flows), then the 25 register
     writes (one per cycle, cycles 8 ... 32), then one START per slot from cycle 33; an event
-    taken at cycle c has its rate on the stream at c + 16 (the 12-cycle pipelined DCQCN
-    datapath: pipe_depth 15, then the rate FIFO) and in the flow's register from c + 17.
+    taken at cycle c has its rate on the stream at c + 17 (the 12-cycle pipelined DCQCN
+    datapath: pipe_depth 16, then the rate FIFO) and in the flow's register from c + 18.
     Paper profile, alpha = 1: the first CNP halves Rc (40 -> 20 Gb/s); every T = 1000 cycles
     the increase timer pops (lateness 0: one flow) and fast recovery takes Rc halfway to
     Rt = 40 Gb/s: 30, 35, 37.5 Gb/s."""
     nic, f = _nic(kind)
     gbps = 1000 << RATE_FRAC
     f[1].on_notification(1000, 0)
-    f[1].advance(1016)
-    assert f[1].rate() == 40 * gbps            # (the output is on the stream at 1016)
     f[1].advance(1017)
+    assert f[1].rate() == 40 * gbps            # (the output is on the stream at 1017)
+    f[1].advance(1018)
     assert f[1].rate() == 20 * gbps
     f[1].advance(4100)
-    assert nic.log == [(33 + 16, 0, "rate output", {"rate": 40 * gbps}),
-                       (34 + 16, 1, "rate output", {"rate": 40 * gbps}),
-                       (35 + 16, 2, "rate output", {"rate": 40 * gbps}),
-                       (1016, 1, "rate output", {"rate": 20 * gbps}),
-                       (2016, 1, "rate output", {"rate": 30 * gbps}),
-                       (3016, 1, "rate output", {"rate": 35 * gbps}),
-                       (4016, 1, "rate output", {"rate": 75 * gbps // 2})]
+    assert nic.log == [(33 + 17, 0, "rate output", {"rate": 40 * gbps}),
+                       (34 + 17, 1, "rate output", {"rate": 40 * gbps}),
+                       (35 + 17, 2, "rate output", {"rate": 40 * gbps}),
+                       (1017, 1, "rate output", {"rate": 20 * gbps}),
+                       (2017, 1, "rate output", {"rate": 30 * gbps}),
+                       (3017, 1, "rate output", {"rate": 35 * gbps}),
+                       (4017, 1, "rate output", {"rate": 75 * gbps // 2})]
     assert f[0].rate() == f[2].rate() == 40 * gbps
     assert isinstance(f[0], RateEngine)
     assert f[1].snapshot() == {"cycle": 4100, "rate": 75 * gbps // 2}

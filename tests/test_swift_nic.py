@@ -41,9 +41,9 @@ KAT = SwiftConfig(clk_hz=1_000_000, base_target_us=10, hop_scale_us=2, fs_range_
 PACE = 39
 FCWND_CUT, FCWND_BACK = 39322, 39322 + 65536
 #: a window-limited (interval 0) flow with packets is re-evaluated every REEVAL cycles: the
-#: engine's pipeline 4 + the wheel's insert latency 4 (docs/flow-engine.md)
-REEVAL = 8
-GRANT_LAT = 5            # a grant issued at c is on ``grant`` at c + 5 (an empty FIFO)
+#: engine's pipeline 5 + the wheel's insert latency 4 (docs/flow-engine.md)
+REEVAL = 9
+GRANT_LAT = 6            # a grant issued at c is on ``grant`` at c + 6 (an empty FIFO)
 #: hand-derived: the pace of the ACK that opens the random stretch (see there)
 STALLED_PACE = 120
 #: Swift events of the random stretch (one flow takes one per 54 cycles: ~4 per 54 cycles)
@@ -218,11 +218,11 @@ async def csr_read(ctx, dut, addr):
 
 
 def test_episode_random_traffic_and_registers():
-    """Flow 0 (32 packets) sends by its window (interval 0: a grant every REEVAL = 8 cycles
+    """Flow 0 (32 packets) sends by its window (interval 0: a grant every REEVAL = 9 cycles
     while it has packets), one ACK 24 cycles of fabric delay (target 12) drives it below one
     packet with pace 39 (hand-derived): its grants are then exactly 39 cycles apart, the first
     39 after its last window grant; the ACK after (fabric 6) brings it back to one packet or
-    more: pace 0, a grant at once when the pacer takes the record, then at least every 8
+    more: pace 0, a grant at once when the pacer takes the record, then at least every 9
     cycles.  Every output and every record equal to the model's every cycle; then random
     traffic on 4 flows with back-pressure; then both halves of the register port."""
     print(f"seed {SEED} (CC_SEED={SEED} reproduces)")
@@ -236,32 +236,32 @@ def test_episode_random_traffic_and_registers():
         h.queues["tx"].append((0, 32))         # enough for the episode, little left after
         await h.run(ctx, 30)
         h.send(0, now=100, fabric=24)
-        await h.run(ctx, 58 + 3 * PACE + 8)
+        await h.run(ctx, 59 + 3 * PACE + 8)
         a1 = h.taken["cn"][-1]
         h.send(0, now=200, fabric=6)
-        await h.run(ctx, 58 + 6 * REEVAL + 4)
+        await h.run(ctx, 59 + 6 * REEVAL + 4)
         a2 = h.taken["cn"][-1]
         end = h.cycle - GRANT_LAT           # grants issued before this cycle are all logged
         assert h.model.swift.state(0)["algo"]["fcwnd"] == FCWND_BACK
         (t1, f1, p1), (t2, f2, p2) = h.records
         assert (f1, p1, f2, p2) == (0, PACE, 0, 0)
-        # the record is offered 58 cycles after its ACK and taken then or one cycle later
+        # the record is offered 59 cycles after its ACK and taken then or one cycle later
         # (a timer pop of the pacer goes first)
-        assert t1 - a1 in (58, 59) and t2 - a2 in (58, 59)
+        assert t1 - a1 in (59, 60) and t2 - a2 in (59, 60)
         g = [c for c, f, v in h.grants if f == 0]
         before = [c for c in g if c <= t1]
         paced = [c for c in g if t1 < c < t2]
         after = [c for c in g if t2 <= c < end]
-        # window-limited (interval 0): due whenever it has packets, so re-evaluated every 8
+        # window-limited (interval 0): due whenever it has packets, so re-evaluated every 9
         # cycles, and the record's own event finds it due: a grant at t1 too (the last window
-        # grant, at most 8 after the one before)
+        # grant, at most 9 after the one before)
         assert len(before) >= 4 and set(gaps(before[:-1])) == {REEVAL}
         assert before[-1] == t1 and 0 < before[-1] - before[-2] <= REEVAL
         # paced: exactly PACE apart, the first PACE after the last window grant
         assert len(paced) >= 3 and paced[0] - t1 == PACE
         assert set(gaps(paced)) == {PACE}
         # back to the window: the pacer grants in the cycle it takes the record, then at least
-        # every 8 cycles (the pop of the last paced deadline is one more re-evaluation
+        # every 9 cycles (the pop of the last paced deadline is one more re-evaluation
         # chain: a window-limited flow is granted at every event that finds it backlogged)
         assert after[0] == t2 and max(gaps(after)) <= REEVAL and len(after) >= 6
         assert after[0] + GRANT_LAT - a2 in (SWIFT_NIC_ACK_TO_GRANT, SWIFT_NIC_ACK_TO_GRANT + 1)
@@ -272,7 +272,7 @@ def test_episode_random_traffic_and_registers():
         # random traffic with back-pressure, every cycle compared
         # (grant.ready low at first, 32 packets queued: the pacer's 16-entry output FIFO
         # fills, the pacer stops taking events and the records wait in the Swift engine's FIFO;
-        # the stretch opens with an ACK sure to make a record while the pacer is stopped, 58
+        # the stretch opens with an ACK sure to make a record while the pacer is stopped, 59
         # cycles later, whatever the seed: flow 1 (no event yet, one packet), fabric 60 against
         # the target 12: fcwnd cut by max(1 - 0.8 x 48/60, 0.5) = 0.5 to 32768, ecwnd grows
         # (endpoint 0), pace = floor(60 x 65536 / 32768) = 120)
@@ -304,7 +304,7 @@ def test_episode_random_traffic_and_registers():
         assert want_ival == cfg.interval(want_pace)
         # a pace written into a Swift window reaches the pacer: 77 -> 77 << 16; a pace beyond
         # the interval's 24 integer bits saturates at (2**24 - 1) << 16 (two flows other than
-        # f; their records come 58 cycles after the WRITEs)
+        # f; their records come 59 cycles after the WRITEs)
         g1, g2 = [x for x in range(4) if x != f][:2]
         await csr_write(ctx, dut, sb + sm.addr("PACE", g1), 77)
         await csr_write(ctx, dut, sb + sm.addr("PACE", g2), 1 << 30)

@@ -202,10 +202,10 @@ def test_register_widths_are_the_documented_ones():
 
 def test_for_flows_sizes_the_outputs_for_the_pipelined_datapath():
     """``TimelyEngineConfig.for_flows`` gives the engine the output FIFO depth its 29-cycle
-    datapath needs for one event per clock: 29 + 3 events in flight + 2 = 34 entries (the
+    datapath needs for one event per clock: 29 + 4 events in flight + 2 = 35 entries (the
     engine refuses fewer with a ConfigError, so the top builds only with enough)."""
     cfg = TimelyEngineConfig.for_flows(64)
-    assert cfg.engine.out_fifo_depth == TIMELY_PIPE_LATENCY + 5 == 34
+    assert cfg.engine.out_fifo_depth == TIMELY_PIPE_LATENCY + 6 == 35
     top = timely_engine(cfg)
     top._MustUse__silence = True        # (built for its checks, not elaborated)
 

@@ -189,8 +189,8 @@ class EngineRegs(wiring.Component):
     Latency: window write, ``csr_w.ready`` one cycle after ``csr_w.valid`` at the earliest
     (the operation is registered before the engine's arbiter); window read, ``csr_rack``
     ``pipe_depth(latency) + 4`` cycles after ``csr_rstb`` when nothing is queued ahead (the
-    READ registered, issued, the pipeline, the ``rd`` FIFO, the answer registered; 18 for
-    the pipelined DCQCN datapath).
+    READ registered, issued, the pipeline, the ``rd`` FIFO, the answer registered; 20 for
+    the pipelined DCQCN datapath, whose ``pipe_depth`` is 16).
     Throughput: the engine's, one window access at a time.
 
     Attributes ``engine``, ``config``, ``dp``, ``layouts``: the wrapped engine's.
@@ -279,10 +279,19 @@ class EngineRegs(wiring.Component):
         req_write = Signal(name="win_req_write")   # the operation is csr_w's (ack on take)
         # the origin of every READ between issue and the rd handshake (1: the window's): the
         # engine holds at most out_fifo_depth answers and pipe_depth operations, so this depth
-        # never fills and nothing gates the ctl path (which stays one multiplexer deep)
+        # (and the head register) never fills and nothing gates the ctl path (which stays one
+        # multiplexer deep).  The head is a register (``origin_head``, loaded from the FIFO
+        # when it is empty or taken): the head decides the engine's rd.ready, which reaches the
+        # engine's rd FIFO and credits and comes back as this FIFO's read enable; from the LUT
+        # RAM's asynchronous read it was the DCQCN engine top's critical path (12.7 ns, two
+        # 2.5-2.9 ns routes).  An entry is written at issue and its answer leaves the engine no
+        # sooner than pipe_depth + 1 cycles later, so the head register's two cycles from the
+        # write are never seen.
         depth = cfg.out_fifo_depth + pipe_depth(self.dp.latency) + 2
         origin = SyncFIFO(width=1, depth=depth)
         m.submodules.rd_origin = origin
+        head_valid = Signal(name="origin_head_valid")
+        head_bit = Signal(name="origin_head")
         ext = self.ctl
         req_go, ext_go = req_valid, ext.valid
         # the engine's ctl, rd and register port under names of their own: a testbench
@@ -310,13 +319,19 @@ class EngineRegs(wiring.Component):
         m.d.comb += [origin.w_en.eq(took_read), origin.w_data.eq(req_valid)]
 
         # rd: the window's answers are taken here, the others go out
-        head_win = origin.r_rdy & origin.r_data[0]
+        head_win = head_valid & head_bit
+        head_taken = engine.rd.valid & engine.rd.ready     # the answer of the head's READ
+        load = Signal(name="origin_load")
+        m.d.comb += [load.eq(origin.r_rdy & (~head_valid | head_taken)), origin.r_en.eq(load)]
+        with m.If(load):
+            m.d.sync += [head_valid.eq(1), head_bit.eq(origin.r_data[0])]
+        with m.Elif(head_taken):
+            m.d.sync += head_valid.eq(0)
         rd_take = Signal(name="win_rd_take")
         m.d.comb += [
             self.rd.valid.eq(engine.rd.valid & ~head_win),
             self.rd.payload.eq(engine.rd.payload),
             engine.rd.ready.eq(Mux(head_win, 1, self.rd.ready)),
-            origin.r_en.eq(engine.rd.valid & engine.rd.ready),
             rd_take.eq(engine.rd.valid & head_win),
         ]
 

@@ -156,8 +156,8 @@ class FlowEngine(wiring.Component):
       word}: READ responses, the whole state word); ready (init sweep done); now (cycle count).
 
     Latency: an event accepted at cycle c produces its ``rate``/``rd`` output at
-    c + latency + 4 (:func:`pipe_depth` + 1; valid on the output stream that cycle if the FIFO
-    was empty), c + 5 with a one-cycle datapath.  Throughput: one event per clock,
+    c + latency + 5 (:func:`pipe_depth` + 1; valid on the output stream that cycle if the FIFO
+    was empty), c + 6 with a one-cycle datapath.  Throughput: one event per clock,
     same flow or not, as long as the outputs are drained (credits: an event is issued only if
     the output FIFOs have room for everything in flight).
     """
@@ -214,7 +214,8 @@ class FlowEngine(wiring.Component):
         regs = Signal(dp.regs_layout, init=dp.regs_reset())
 
         # -- flow table --------------------------------------------------------------------
-        # read latency 3 (address at issue, data in the first modify stage, stage 3).  The
+        # read latency 3 (address at issue, data out of the RAM in stage 3), then the forwarding
+        # register (TABLE_LATENCY 4: the first modify stage, stage 4, starts at it).  The
         # address is registered in front of the RAM (``addr_reg``): the issue address is the
         # end of the arbiter's path (a source's busy check, the priority, the issue
         # multiplexer), and the route into the block RAMs starts at a flip-flop (the L = 4
@@ -224,7 +225,7 @@ class FlowEngine(wiring.Component):
         # register (5.6-5.8 ns at speed 6) was on the real datapaths' paths (QCN's byte
         # counter compare, DCQCN's timer compares, with read latency 2).
         table = Bram(word_lay, N, name="table", addr_reg=True, out_reg=True)
-        assert table.latency == TABLE_LATENCY
+        assert table.latency + 1 == TABLE_LATENCY
         table.build(m, platform)
 
         # -- timer wheel -------------------------------------------------------------------
@@ -398,19 +399,43 @@ class FlowEngine(wiring.Component):
                 with m.Default():
                     m.d.sync += regs.eq(regs)
 
-        # -- stages 1 ... TL - 1: the table's read; forwarding selects computed a stage early --
+        # -- stages 1 ... TL - 1: the table's read; forwarding in two steps -------------------
         # The event in stage TL (first modify cycle) takes its flow's state from the newest of:
         # the update just computed (stage WB, distance L), the words written back one to TL
         # cycles ago (WB + 1 ... WB + TL: the RAM read, a cycle after issue, missed them: the
-        # table takes a word at the end of its WB + 1 cycle), else the RAM.  The selects
-        # compare stage TL - 1 with the stages one behind those.
-        m0_rdata = Signal(word_lay)
-        fwd = [Signal(name=f"fwd{i}") for i in range(TL + 1)]
-        m.d.comb += m0_rdata.eq(table.r_data)
+        # table takes a word at the end of its WB + 1 cycle), else the RAM.  The RAM's word
+        # arrives in stage TL - 1 (the block RAMs' output register) and is registered there
+        # beside the older candidates: in stage TL - 1 the newest of the words at distance
+        # L + 1 ... L + TL (all registers then: the write-back stage's update and the words
+        # after it) and the RAM's is selected into ``fwd_st``, so that the route out of the
+        # block RAMs (4 ns across the device at 1K flows) and the wide priority select end at
+        # a register; stage TL only chooses between that register and the update at distance
+        # L (a 2:1 multiplexer in front of the datapath).  The selects compare a stage ahead.
+        m0_rdata = Signal(word_lay, name="table_q")     # the RAM's word in stage TL
+        m.d.sync += m0_rdata.eq(table.r_data)
+        far = [Signal(name=f"fwd_far{i}") for i in range(1, TL + 1)]    # distance L + i
+        evf = sev[M0 - 2]
+        for i, f in enumerate(far, start=1):
+            k = WB - 2 + i
+            m.d.sync += f.eq(valid_at(k) & (flow_at(k) == evf.flow))
+        fwd_st = Signal(dp.state_layout, name="fwd_st")
+        fwd_en = Signal(name="fwd_en")
+        wb_algo = Signal(dp.state_layout, name=f"s{WB}_algo")
+        wb_en = Signal(name=f"s{WB}_en")
+        # (distance L + 1 is the write-back stage's update now, L + i the word written back
+        # i - 1 cycles ago)
+        far_words = [(wb_algo, wb_en)] + [(wword[WB + i].algo, wword[WB + i].en)
+                                          for i in range(1, TL)]
+        with m.If(far[0]):
+            m.d.sync += [fwd_st.eq(far_words[0][0]), fwd_en.eq(far_words[0][1])]
+        for f, (algo_w, en_w) in zip(far[1:], far_words[1:], strict=True):
+            with m.Elif(f):
+                m.d.sync += [fwd_st.eq(algo_w), fwd_en.eq(en_w)]
+        with m.Else():
+            m.d.sync += [fwd_st.eq(table.r_data.algo), fwd_en.eq(table.r_data.en)]
+        near = Signal(name="fwd_near")                  # distance L, compared in stage TL - 1
         evp = sev[M0 - 1]
-        for i, f in enumerate(fwd):
-            k = WB - 1 + i
-            m.d.sync += f.eq(valid_at(k) & (flow_at(k) == evp.flow))
+        m.d.sync += near.eq(valid_at(WB - 1) & (flow_at(WB - 1) == evp.flow))
         pre_now = dp.pre(m, kind=evp.src, tx_bytes=evp.bytes, cn=evp.cn, t=st_t[M0 - 1],
                          regs=regs)
         pre = {}
@@ -421,17 +446,9 @@ class FlowEngine(wiring.Component):
             pre[name] = reg
 
         # -- stages TL ... WB - 1: modify (the datapath's L cycles) ------------------------------
-        wb_algo = Signal(dp.state_layout, name=f"s{WB}_algo")
-        wb_en = Signal(name=f"s{WB}_en")
         st = Signal(dp.state_layout)
         en_in = Signal()
-        with m.If(fwd[0]):
-            m.d.comb += [st.eq(wb_algo), en_in.eq(wb_en)]
-        for i in range(1, TL + 1):
-            with m.Elif(fwd[i]):
-                m.d.comb += [st.eq(wword[WB + i].algo), en_in.eq(wword[WB + i].en)]
-        with m.Else():
-            m.d.comb += [st.eq(m0_rdata.algo), en_in.eq(m0_rdata.en)]
+        m.d.comb += [st.eq(Mux(near, wb_algo, fwd_st)), en_in.eq(Mux(near, wb_en, fwd_en))]
         ev2 = sev[M0]
         kind = Signal(EventKind)
         m.d.comb += kind.eq(Mux(ev2.src == Src.CTL, EventKind.TIMER, ev2.src))

@@ -26,16 +26,19 @@ COUNTER_BASE = 0x80
 #: The timer services an engine can be built with.
 TIMERS = ("wheel", "calendar")
 #: The flow table's read latency: the issued flow's address registered in front of the RAM,
-#: the RAM's read register, its output register: the arbiter ends at a flip-flop and the
-#: datapath's first cycle starts at one (:func:`pipe_depth` builds on it).
-TABLE_LATENCY = 3
+#: the RAM's read register, its output register, and a fabric register after it (where the
+#: older forwarding candidates are selected beside the RAM's word): the arbiter ends at a
+#: flip-flop, the route out of the block RAMs ends at one and the datapath's first cycle starts
+#: at one (:func:`pipe_depth` builds on it).
+TABLE_LATENCY = 4
 
 
 def pipe_depth(latency: int = 1) -> int:
     """The write-back stage's number: an event accepted (issued) at cycle c is read from the
     table at c + 1 (its address registered), its word is out of the RAM's output register at
-    c + 3, modified over the datapath's ``latency`` cycles from c + 3, written back at
-    c + latency + 3 and its output is on ``rate``/``rd`` from c + latency + 4.  (Here, beside
+    c + 3 and out of the forwarding register after it at c + 4, modified over the datapath's
+    ``latency`` cycles from c + 4, written back at c + latency + 4 and its output is on
+    ``rate``/``rd`` from c + latency + 5.  (Here, beside
     the configuration, so that the configurations that size their FIFOs by it need not import
     the engine; :mod:`hw.nic.flow_engine` exports it too.)"""
     return latency + TABLE_LATENCY

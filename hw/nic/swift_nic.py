@@ -48,10 +48,10 @@ Ports:
   once, ignoring them.  The read handshake is :mod:`hw.lib.csr_port`'s.
 
 Latency: an event accepted on ``cn`` at cycle c puts its record on the Swift engine's ``rate``
-at c + 58 (``SWIFT_PIPE_LATENCY`` + 4); the pacer takes it that cycle unless its arbiter issues
+at c + 59 (``SWIFT_PIPE_LATENCY`` + 5); the pacer takes it that cycle unless its arbiter issues
 a timer pop or a control operation (they go first); the pacer's update moves the flow's pending
 send time to ``max(next + new - old, now)``; a grant that move makes due now is on ``grant`` at
-c + 63, otherwise the flow's grants follow at the new spacing from its previous grant.
+c + 65, otherwise the flow's grants follow at the new spacing from its previous grant.
 Throughput: one Swift event per clock and one pacer event (one grant) per clock.
 """
 
@@ -70,7 +70,7 @@ from ..lib.csr import RegisterMapGroup, rtl_window
 from ..params import BlockConfig, ConfigError
 from .engine_regs import EngineRegs
 from .flow_engine import FlowEngine, check_wheel_margin
-from .flow_engine_config import CSR_DATA_WIDTH, FlowEngineConfig
+from .flow_engine_config import CSR_DATA_WIDTH, FlowEngineConfig, pipe_depth
 from .pacer import PacerDatapath
 from .pacer_config import PacerConfig
 from .swift_config import PACE_BITS, SwiftConfig
@@ -80,8 +80,9 @@ __all__ = ["SwiftNic", "SwiftNicConfig", "NicPacerDatapath", "swift_nic",
            "SWIFT_NIC_ACK_TO_GRANT"]
 
 #: cycles from an ACK taken on ``cn`` to the grant it makes due now, on ``grant`` (the Swift
-#: engine's pipeline 54 + 3 + its output FIFO, then the pacer's 4 + its FIFO; nothing ahead)
-SWIFT_NIC_ACK_TO_GRANT = SWIFT_PIPE_LATENCY + 4 + 5
+#: engine's pipeline 54 + 4 + its output FIFO, then the pacer's 1 + 4 + its FIFO; nothing
+#: ahead)
+SWIFT_NIC_ACK_TO_GRANT = pipe_depth(SWIFT_PIPE_LATENCY) + 1 + pipe_depth(1) + 1
 
 
 class NicPacerDatapath(PacerDatapath):

@@ -47,25 +47,25 @@ has an armed deadline more than ``reeval - 1`` cycles in the past (docs/flow-eng
 "Lateness"), with the outputs drained and no WRITE of a timer field (a WRITE of a past deadline
 is late by however far in the past it was written, by design); it asserts the bound only (the
 output and counter claims are the other two properties').  (The step counts of this paragraph
-were measured with the flow table read in 2 cycles, ``reeval`` = 7 and the bound 6; each is a
-step later with the read latency 3, not re-run.)  A violation needs 18 steps: the init
-sweep ends at step 2 (``N_FLOWS`` cycles), a START enables a flow, a TX at step 3 arms its
-timer at ``3 + period`` = 10, and the deadline is overdue by more than ``reeval - 1`` = 6 at
-step 17.  With the output and counter claims the check did not get past step 12 in minutes on
-the loaded development machine; with the bound only it passes BMC 20 in 42 s (28 November 2026,
-load 11).  Its cover run (cheap) reaches lateness 1, 2 and 3 (steps 15 to 17) and not 4 to 6
-within 22 steps.  A smaller instance does not shorten that window: it is set by the engine's
-timing, not by the sizes.  The period cannot be shorter than ``reeval`` = ``pipe_depth + insert
-latency`` = 8: the toy reloads from the old deadline (``dl += period``, no drift), so with a
-shorter period each reload comes due before its insert can pop and is later than the last by
-``reeval - period``: the bound fails by design.  The bound itself is ``reeval - 1``, fixed by
-the same latencies.  One flow instead of two saves one step of the sweep (17) but removes the
-two-flow collisions, one of the causes the bound is about; the wheel is already at the smallest
-sizes its configuration allows for the engine's entries, and fewer slots change no latency.  And
-a BMC at that depth would be a weak claim anyway: lateness builds up from collisions and stale
-wheel entries over several periods, so the bound for every trace needs an induction proof with
-invariants of the wheel (its bitmap and slot RAM against the flows' armed deadlines and
-generations).
+were measured with the flow table read in 2 cycles, ``reeval`` = 7 and the bound 6; each is two
+steps later with the read latency 4 of the twelfth session, not re-run.)  A violation needs 18
+steps: the init sweep ends at step 2 (``N_FLOWS`` cycles), a START enables a flow, a TX at step
+3 arms its timer at ``3 + period`` = 10, and the deadline is overdue by more than ``reeval -
+1`` = 6 at step 17.  With the output and counter claims the check did not get past step 12 in
+minutes on the loaded development machine; with the bound only it passes BMC 20 in 42 s (28
+November 2026, load 11).  Its cover run (cheap) reaches lateness 1, 2 and 3 (steps 15 to 17) and
+not 4 to 6 within 22 steps.  A smaller instance does not shorten that window: it is set by the
+engine's timing, not by the sizes.  The period cannot be shorter than ``reeval`` = ``pipe_depth
++ insert latency`` (7 then, 9 now): the toy reloads from the old deadline (``dl += period``, no
+drift), so with a shorter period each reload comes due before its insert can pop and is later
+than the last by ``reeval - period``: the bound fails by design.  The bound itself is ``reeval -
+1``, fixed by the same latencies.  One flow instead of two saves one step of the sweep (17) but
+removes the two-flow collisions, one of the causes the bound is about; the wheel is already at
+the smallest sizes its configuration allows for the engine's entries, and fewer slots change no
+latency.  And a BMC at that depth would be a weak claim anyway: lateness builds up from
+collisions and stale wheel entries over several periods, so the bound for every trace needs an
+induction proof with invariants of the wheel (its bitmap and slot RAM against the flows' armed
+deadlines and generations).
 
 The induction is begun, not finished: ``_harness(..., invariants=True)`` elaborates the
 engine and its wheel itself (:func:`_internals`: the blocks then use these fragments; no
@@ -90,7 +90,7 @@ table word with the events in flight applied; the live entry's slot against the 
 deadline (the lateness argument itself).
 
 Configuration: 2 flows, 10-bit time, the toy with a 4-bit rate (max 9, step 3: the rate
-saturates and halves within a few events) and a period of ``reeval`` = 8 cycles (the
+saturates and halves within a few events) and a period of ``reeval`` = 9 cycles (the
 shortest with which a reload is never late by design); the timer wheel is the project's
 :class:`TimerWheel` with 4-bit bitmap words, 64 slots and a 16-cycle horizon (the smallest
 sizes its configuration allows for the engine's 16 entries; the engine's capacity rule
@@ -129,7 +129,7 @@ __all__ = ["PROPERTIES", "small_engine"]
 
 N_FLOWS = 2
 TIME_WIDTH = 10
-#: the toy's timer period: reeval (8), the shortest a reload is never late by design
+#: the toy's timer period: reeval (9), the shortest a reload is never late by design
 PERIOD = reeval(1)
 STEP = 3
 MAX_RATE = 9
@@ -661,17 +661,22 @@ def _harness(what: str, latency: int = 1, invariants: bool = False):
 SCRIPT = ("prep -top top", "flatten", "memory_map", "opt_clean")
 
 #: BMC bounds.  The miter: the init sweep ends at step 2, so events accepted at steps 2 ... 6
-#: (the one just ahead, two, three and four ahead: every forwarding distance with the table
-#: read in 3 cycles) have their outputs checked by step 11; the covers (same-flow events at
-#: distances 1 ... 4 with a rate change, a READ right behind an update of its flow, a pop
-#: applying an expiry, both outputs held) are all reached by then.  A WRITE arms a timer at
-#: once (it inserts at its own time), so the first pops come at step 10.
-MITER_DEPTH = N_FLOWS + TABLE_LATENCY + 1 + pipe_depth(1) + 2
-#: The pops property: the first pops come at step 9 (a WRITE at step 2 inserts at its own
-#: time, step 5, and the wheel pops it 4 cycles later), so 11 steps check the pops at steps 9
-#: and 10 (two flows' pops back to back is a cover); step 11 took minutes on the loaded
-#: machine (the wheel's search after several inserts).
-POPS_DEPTH = 11
+#: (the one just ahead, two, three and four ahead) have their outputs checked by step 12 (an
+#: output leaves pipe_depth + 1 = 6 cycles after its event); the covers (same-flow events at
+#: distances 1 ... 5 with a rate change: every forwarding distance with the table read in 4
+#: cycles; a READ right behind an update of its flow, a pop applying an expiry, both outputs
+#: held) are all reached by then.  The output of an event five behind its flow's previous one
+#: (the oldest forwarded word) would need step 13 (BMC 14): its last step ran 13 minutes
+#: without an answer on the loaded 2-core machine (twelfth session), so that distance is
+#: reached (covered) but its output is checked by simulation only (the same loop builds
+#: every far candidate; tests/test_flow_engine*.py run hot flows at every distance).  A WRITE
+#: arms a timer at once (it inserts at its own time), so the first pops come at step 11.
+MITER_DEPTH = N_FLOWS + TABLE_LATENCY + pipe_depth(1) + 2
+#: The pops property: the first pops come at step 10 (a WRITE at step 2 inserts at its own
+#: time, at its write-back, and the wheel pops it 4 cycles later), so 12 steps check the pops
+#: at steps 10 and 11 (two flows' pops back to back is a cover); the last step takes minutes
+#: on a loaded machine (the wheel's search after several inserts).
+POPS_DEPTH = 12
 #: The lateness claim (not in PROPERTIES, see the module docstring): docs/flow-engine.md,
 #: "Lateness" bounds a toy (one timer per flow) expiry by reeval - 1.
 LATENESS_DEPTH = 20
