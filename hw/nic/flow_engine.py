@@ -411,7 +411,10 @@ class FlowEngine(wiring.Component):
         # block RAMs (4 ns across the device at 1K flows) and the wide priority select end at
         # a register; stage TL only chooses between that register and the update at distance
         # L (a 2:1 multiplexer in front of the datapath).  The selects compare a stage ahead.
-        m0_rdata = Signal(word_lay, name="table_q")     # the RAM's word in stage TL
+        # the RAM's word in stage TL: only its timer fields are read from it (the write-back
+        # bookkeeping's RAM candidate); the state and ``en`` reach the datapath through
+        # ``fwd_st`` (the unread bits are left to synthesis, which drops them)
+        m0_rdata = Signal(word_lay, name="table_q")
         m.d.sync += m0_rdata.eq(table.r_data)
         far = [Signal(name=f"fwd_far{i}") for i in range(1, TL + 1)]    # distance L + i
         evf = sev[M0 - 2]
