@@ -112,18 +112,41 @@ def test_sampling_rate_follows_the_table():
 
 
 def run_rtl(cfg, frames, p_ready=0.7):
+    return run_rtl_rounds(cfg, [({}, frames)], p_ready=p_ready)
+
+
+def run_rtl_rounds(cfg, rounds, p_ready=0.7, seed=3):
+    """The RTL's decisions for ``rounds``, each ``(register writes by name, frames)``: the
+    writes go through the register port (each waits for ``csr_w.ready``), then the frames."""
     dut, codec, got = QcnCp(cfg), CpCodec(cfg), []
+    rmap = cfg.register_map()
 
     async def sender(ctx):
-        await stream_put(ctx, dut.frame, [codec.pack_frame(f) for f in frames])
+        for regs, frames in rounds:
+            for name, value in regs.items():
+                ctx.set(dut.csr_w.payload, {"addr": rmap.addr(name), "data": value})
+                ctx.set(dut.csr_w.valid, 1)
+                await ctx.tick().until(dut.csr_w.ready)
+                ctx.set(dut.csr_w.valid, 0)
+            await stream_put(ctx, dut.frame, [codec.pack_frame(f) for f in frames])
 
     async def receiver(ctx):
-        bits = await stream_get(ctx, dut.decision, len(frames), rng=random.Random(3),
-                                p_ready=p_ready)
+        n = sum(len(f) for _, f in rounds)
+        bits = await stream_get(ctx, dut.decision, n, rng=random.Random(seed), p_ready=p_ready)
         got.extend(codec.unpack_decision(b) for b in bits)
 
     run_testbenches(dut, sender, receiver)
     return got
+
+
+def model_rounds(cfg, rounds):
+    """The model's decisions for the same ``rounds``."""
+    model, rmap, out = CpModel(cfg), cfg.register_map(), []
+    for regs, frames in rounds:
+        for name, value in regs.items():
+            model.write(rmap.addr(name), value)
+        out += [model.step(f) for f in frames]
+    return out
 
 
 @pytest.mark.parametrize("q, q_old, fb, expected", KNOWN)
@@ -188,8 +211,6 @@ def test_rtl_any_quantizer_constants_match_model():
     print(f"seed {seed}")
     rng = random.Random(seed)
     cfg = EVERY_FRAME
-    rmap = cfg.register_map()
-    dut, codec, model = QcnCp(cfg), CpCodec(cfg), CpModel(cfg)
     top = (1 << cfg.occ_width) - 1
     rounds = []
     for k in range(6):
@@ -201,27 +222,7 @@ def test_rtl_any_quantizer_constants_match_model():
         frames = [CpFrame(rng.choice((0, top, regs["Q_EQ"], rng.randrange(top + 1))), 1)
                   for _ in range(12)]
         rounds.append((regs, frames))
-    got = []
-
-    async def sender(ctx):
-        for regs, frames in rounds:
-            for name, value in regs.items():
-                ctx.set(dut.csr_w.payload, {"addr": rmap.addr(name), "data": value})
-                ctx.set(dut.csr_w.valid, 1)
-                await ctx.tick().until(dut.csr_w.ready)
-                ctx.set(dut.csr_w.valid, 0)
-            await stream_put(ctx, dut.frame, [codec.pack_frame(f) for f in frames])
-
-    async def receiver(ctx):
-        n = sum(len(f) for _, f in rounds)
-        bits = await stream_get(ctx, dut.decision, n, rng=random.Random(seed), p_ready=0.8)
-        got.extend(codec.unpack_decision(b) for b in bits)
-
-    run_testbenches(dut, sender, receiver)
-    expected = []
-    for regs, frames in rounds:
-        for name, value in regs.items():
-            model.write(rmap.addr(name), value)
-        expected += [model.step(f) for f in frames]
+    got = run_rtl_rounds(cfg, rounds, p_ready=0.8, seed=seed)
+    expected = model_rounds(cfg, rounds)
     assert got == expected, f"seed {seed}"
     assert any(d.cnm and d.qntz_fb not in (0, 63) for d in expected)

@@ -51,7 +51,8 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "marker": (["hw/switch/marker.py"], ["tests/test_marker_rtl.py",
                                          "tests/test_marker_boundaries.py"]),
     "hash_table": (["hw/switch/hash_table.py"], ["tests/test_hash_table.py"]),
-    "qcn_cp": (["hw/switch/qcn_cp.py"], ["tests/test_qcn_cp.py"]),
+    "qcn_cp": (["hw/switch/qcn_cp.py"],
+               ["tests/test_qcn_cp.py", "tests/test_qcn_cp_boundaries.py"]),
     "cnm_gen": (["hw/switch/cnm_gen.py"], ["tests/test_cnm.py"]),
     "l3qcn": (["hw/switch/l3qcn.py"], ["tests/test_l3qcn.py"]),
     "timer_wheel": (["hw/nic/timer_wheel.py"], ["tests/test_timer_wheel.py"]),
@@ -85,6 +86,13 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 #: Equivalent mutants: (file, the stripped source line, mutation) -> why no test can kill it.
+#: why a delay one edge shorter in ``qcn_cp`` is equivalent
+_QCN_CP_HELD = (
+    "one sample is in flight at a time and frames wait meanwhile: stage 1's registers hold "
+    "from the sample's accepting edge to its decision, so every register after them computes "
+    "the same value again at each edge once the sample's value has reached it; a delay one "
+    "edge shorter reads its source one edge later, when it already holds the sample's value")
+
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("hw/lib/pipemul.py", "terms, level = nxt, level + 1", "1 -> 2"):
         "level is only compared with 0 (the loop runs at least once) and used in register "
@@ -430,6 +438,61 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
         "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
         "GRAD_FRAC + 4 = 20 kept bits",
+    # -- qcn_cp: widths one bit wider than their values, bounds where both arms agree, and
+    # delays one edge shorter (_QCN_CP_HELD)
+    **{("hw/switch/qcn_cp.py",
+        "return Mux(x > 32767, 32767, Mux(x < -32768, -32768, x))[:16]", desc): why
+       for desc, why in (
+           ("> -> >=", "at x == 32767 both arms are 32767"),
+           ("32767 -> 32766", "x > 32766 differs from x > 32767 only at x == 32767, where "
+                              "the bound it selects is x itself"),
+           ("< -> <=", "at x == -32768 both arms are -32768"))},
+    ("hw/switch/qcn_cp.py", "rem_m1 = Signal(signed(W + 2), init=cfg.sample_table[0] - 1)",
+     "2 -> 3"):
+        "between frames the counter holds a reload (lo - 1 + jitter, in [-1, 2**(W + 1) - 3] "
+        "for any register values) or what is left of one: W + 2 signed bits hold it; the "
+        "difference a sampled frame also loads is replaced by the reload before the next "
+        "frame is taken (frames wait while a sample is in flight)",
+    ("hw/switch/qcn_cp.py", "fbm1 = Signal(signed(FBW + 1))                       # Fb_max - 1",
+     "1 -> 2"):
+        "Fb_max - 1 is in [-1, 2**FBW - 2]: FBW + 1 signed bits hold it",
+    ("hw/switch/qcn_cp.py",
+     "xmax = Signal(signed(FBW + QNTZ_BITS + 1))           # 63 Fb_max + Fb_max - 1",
+     "1 -> 0"):
+        "x keeps xmax's low FBW + 6 bits, the same in either width; its sign bit (s6_neg) "
+        "is read only when s > Fb_max, and s = Q_off + w Q_delta < 16 * 2**W = 2**(FBW - 1) "
+        "(FBW = W + 5, w <= 15), so there Fb_max < 2**(FBW - 1) and (Fb_max << 6) - 1 fits "
+        "FBW + 6 signed bits",
+    ("hw/switch/qcn_cp.py",
+     "xmax = Signal(signed(FBW + QNTZ_BITS + 1))           # 63 Fb_max + Fb_max - 1",
+     "1 -> 2"):
+        "(Fb_max << 6) - 1 is in [-1, 2**(FBW + 6) - 2]: FBW + 7 signed bits hold it",
+    ("hw/switch/qcn_cp.py",
+     "neg_mult = Signal(signed(cfg.mult_width + 1))        # -M (the product of x = -1)",
+     "1 -> 2"):
+        "-M is in [-(2**mult_width - 1), 0]: mult_width + 1 signed bits hold it",
+    ("hw/switch/qcn_cp.py", "diff = Signal(signed(max(W + 1, cfg.len_width) + 1))", "1 -> 2"):
+        "the counter (in [-1, 2**(W + 1) - 3]) minus a length (below 2**len_width) is in "
+        "[-2**len_width, 2**(W + 1)): max(W + 1, len_width) + 1 signed bits hold it, a wider "
+        "difference has the same sign and low bits",
+    **{("hw/switch/qcn_cp.py", f"{name} = Signal(signed(W + 1))", "1 -> 2"):
+       "qlen - Q_eq and qlen - Q_old are in (-2**W, 2**W): W + 1 signed bits hold them"
+       for name in ("s1_off", "s1_delta")},
+    ("hw/switch/qcn_cp.py", "s5_sat.eq(s4_s > reg.fb_max),", "> -> >="):
+        "at s == Fb_max, 63 s + Fb_max - 1 is the saturated value 63 Fb_max + Fb_max - 1; "
+        "s6_neg (xmax's sign) is set only with Fb_max = 0 = s, where s > 0 fails and the "
+        "product is discarded",
+    ("hw/switch/qcn_cp.py", "s_t = Signal(QNTZ_BITS + 7)", "7 -> 8"):
+        "the second shift step reads s_t's bits K[:3] ... K[:3] + 5 (at most bit 12): a 14th "
+        "bit is never read",
+    ("hw/switch/qcn_cp.py", "lo_m1 = Signal(signed(W + 1))", "1 -> 2"):
+        "lo - 1 is in [-1, 2**W - 2]: W + 1 signed bits hold it",
+    **{("hw/switch/qcn_cp.py", line, desc): _QCN_CP_HELD for line, desc in (
+        ('m.d.sync += s_qntz.eq(Mux(delay(s5_pos, lat + 2, "pos"), (s_t >> K[:3])[:QNTZ_BITS], '
+         '0))', "2 -> 1"),
+        ('lo_d = delay(lo_m1, jlat - 1, "lo")', "1 -> 2"),
+        ('qntz_d = delay(s_qntz, 1 + jlat, "qntz")', "1 -> 0"),
+        ("to_last = len(stages) - 5", "5 -> 6"))},
 }
 
 CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,

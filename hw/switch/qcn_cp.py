@@ -162,7 +162,11 @@ class QcnCp(wiring.Component):
         # counter value is replaced by the reload, its zero decision by the result) and
         # ``Q_old`` follows stage 1.  ``sampled`` into the enables of the decision and the
         # stage-1 registers was the critical path (6.6 ns on the Nexus).
-        diff = Signal(signed(W + 3))
+        # (``rem_m1`` in [-1, 2**(W + 1) - 3] - a register-set lo of 0 gives -1 -, the length
+        # below 2**len_width: the difference is in [-2**len_width, 2**(W + 1)), which a frame
+        # longer than the queue's width can reach: a narrow queue with long frames needs the
+        # length's width, not only the counter's)
+        diff = Signal(signed(max(W + 1, cfg.len_width) + 1))
         m.d.comb += diff.eq(rem_m1 - f.length)
         sampled = diff[-1]
         accept_sampled = accept & sampled
