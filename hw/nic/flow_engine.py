@@ -212,6 +212,15 @@ class FlowEngine(wiring.Component):
 
         # -- run-time registers ------------------------------------------------------------
         regs = Signal(dp.regs_layout, init=dp.regs_reset())
+        # The datapath reads a registered copy (``regs_dp``): the registers themselves sit at
+        # the write decode and the read-back multiplexer, and their routes across the placement
+        # into the datapath's later sections were the DCQCN engine top's critical path (4 +
+        # 2 + 5 ns of routing); the copy has the datapath as its only load.  No cycle changes:
+        # a write is taken only with stages 1 ... WB empty and no event issues at its edge, so
+        # the copy holds the new value from the next edge on, before any later event's
+        # earliest read (its stage TL - 1).
+        regs_dp = Signal(dp.regs_layout, init=dp.regs_reset(), name="regs_dp")
+        m.d.sync += regs_dp.eq(regs)
 
         # -- flow table --------------------------------------------------------------------
         # read latency 3 (address at issue, data out of the RAM in stage 3), then the forwarding
@@ -440,7 +449,7 @@ class FlowEngine(wiring.Component):
         evp = sev[M0 - 1]
         m.d.sync += near.eq(valid_at(WB - 1) & (flow_at(WB - 1) == evp.flow))
         pre_now = dp.pre(m, kind=evp.src, tx_bytes=evp.bytes, cn=evp.cn, t=st_t[M0 - 1],
-                         regs=regs)
+                         regs=regs_dp)
         pre = {}
         for name, value in pre_now.items():
             reg = Signal.like(value, name=f"pre_{name}") if isinstance(value, Signal) else \
@@ -457,7 +466,7 @@ class FlowEngine(wiring.Component):
         m.d.comb += kind.eq(Mux(ev2.src == Src.CTL, EventKind.TIMER, ev2.src))
         applied = named_wire(m, "applied", sv[M0] & (ev2.src != Src.CTL) & en_in)
         out = dp.build(m, state=st, kind=kind, tx_bytes=ev2.bytes, cn=ev2.cn, t=st_t[M0],
-                       regs=regs, pre=pre, valid=applied)
+                       regs=regs_dp, pre=pre, valid=applied)
 
         # the last modify stage (WB - 1): the datapath's result meets the control operation
         evl = sev[ML]
@@ -468,7 +477,7 @@ class FlowEngine(wiring.Component):
         is_ctl = evl.src == Src.CTL
 
         init = Signal(dp.state_layout)
-        for name, value in dp.init_state(regs).items():
+        for name, value in dp.init_state(regs_dp).items():
             m.d.comb += init[name].eq(value)
         written = Signal(dp.state_layout)
         m.d.comb += written.eq(st_l)
