@@ -302,6 +302,26 @@ def test_dcqcn_rp_written_first_rate():
     assert abs(normal.state.rc - line * (1 - 1023 / 2048)) < line * 1e-4
 
 
+def test_dcqcn_rp_periodic_cut_with_the_cnp_alpha():
+    """A setting no profile has: alpha updated on CNPs (ALPHA_MODE 0) and taken by the cut
+    after that update (ALPHA_BEFORE_CUT 1), with the periodic-check cut (CUT_MODE 1, P 5
+    cycles, G 100/1024): the CNP arms the check, the cut comes 5 cycles later without a CNP
+    and uses (1 - g) alpha + g = 16760832 - 1636800 + 1638400 = 16762432 (UQ1.24), so Rc ~
+    line (1 - alpha / 2).  (The single-flow build drove that alpha only in CNP and alpha-timer
+    cycles: the cut read 0 and cut nothing.)"""
+    from hw.nic.dcqcn_config import DcqcnRpConfig
+    from sim.models.dcqcn import DcqcnCnp
+    cfg = DcqcnRpConfig.profile("connectx")
+    rm = cfg.register_map()
+    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+        (("ALPHA_MODE", 0), ("ALPHA_BEFORE_CUT", 1), ("CUT_MODE", 1), ("P_CYCLES", 5),
+         ("G", 100)))}
+    model = _dcqcn_rp_run(cfg, [None] * 6 + [DcqcnCnp()] + [None] * 40, writes)
+    line, alpha = 100_000 << 10, 16_762_432
+    assert model.cuts == 1 and model.state.alpha == alpha
+    assert abs(model.state.rc - line * (1 - alpha / 2**25)) < line * 1e-4
+
+
 @pytest.mark.parametrize("start, switch", [("connectx", "paper"), ("hpcc-mlx", "ns3-rdma")])
 def test_dcqcn_rp_profile_switch_at_run_time(start, switch):
     """One build, another profile written through the registers mid-run: RTL = model on every
@@ -327,6 +347,77 @@ def test_dcqcn_rp_profile_switch_at_run_time(start, switch):
     model = _dcqcn_rp_run(cfg, events, writes)
     assert LONG or model.r == other.registers()
     assert model.cuts > 10
+
+
+def _edge_settings(regmap, rng, short):
+    """One value per register, drawn to reach the edges: the widths' tops and zeros, the
+    enumerations' every code (also those no profile uses), bounds either way round
+    (``min_rate > max_rate``, a half period above the period, fractions above 1.0); the
+    registers ``short(name)`` names (timer periods, byte counts) short, so that each
+    expires in a short run."""
+    out = {}
+    for reg in regmap.registers:
+        name, top = reg.name, (1 << reg.fields[0].width) - 1
+        if short(name):
+            v = rng.choice((0, 1, 2, rng.randint(3, 60), rng.randint(60, 400),
+                            rng.randint(400, 20_000), top))
+        elif reg.fields[0].width <= 2 or name == "THRESHOLD":
+            v = rng.choice((0, 1, 2, 3, 4, 5, top)) & top
+        else:
+            v = rng.choice((0, 1, top, reg.reset, rng.randint(0, top), rng.randint(0, top)))
+        out[name] = v
+    return out
+
+
+@pytest.mark.parametrize("profile", ["connectx", "ns3-rdma"])
+def test_dcqcn_rp_random_register_settings(profile):
+    """Every register written with values drawn at the edges of its width and of the rules
+    (each enumeration's every code, the bounds either way round, zero timers and counters),
+    then random CNPs and TX events (bytes 0 ... 9000): RTL = model on every cycle, for many
+    settings.  The profile tests above write only values a profile derives."""
+    from hw.nic.dcqcn_config import DcqcnRpConfig
+    from sim.models.dcqcn import DcqcnCnp, DcqcnTx
+    cfg = DcqcnRpConfig.profile(profile)
+    regmap = cfg.register_map()
+    rng = _seed("dcqcn-random" + profile)
+    events, writes, cycle = [], {}, 0
+    for _ in range(_length(20)):
+        short = lambda n: n.endswith("_CYCLES") or n.startswith("BYTE_")  # noqa: E731
+        for name, value in _edge_settings(regmap, rng, short).items():
+            writes[cycle] = (regmap.addr(name), value)
+            events.append(None)
+            cycle += 1
+        p_cnp = rng.choice((0.02, 0.1, 0.3))
+        for _ in range(300):
+            x = rng.random()
+            events.append(DcqcnCnp() if x < p_cnp else
+                          DcqcnTx(rng.choice((0, 1, 64, rng.randint(65, 9000))))
+                          if x < p_cnp + 0.4 else None)
+            cycle += 1
+    model = _dcqcn_rp_run(cfg, events, writes)
+    assert model.cuts > 50
+
+
+def test_qcn_rp_random_register_settings():
+    """The QCN reaction point with every register written at the edges (as the DCQCN test
+    above: the 9-bit MIN_DEC_FAC above 1.0, a period of 0, reloads lo + span past the
+    counter's width, which wrap, documented), then random CNMs and TX events: RTL = model on
+    every cycle, for many settings."""
+    from hw.nic.qcn_rp_config import QcnRpConfig
+    from tests.test_qcn_rp import random_events
+    cfg = QcnRpConfig(time_reset_us=0.08, byte_reset=5_000)
+    regmap = cfg.register_map()
+    rng = _seed("qcn-random")
+    events, writes = [], {}
+    for _ in range(_length(20)):
+        short = lambda n: n.startswith(("TIME_", "BYTE_"))                 # noqa: E731
+        values = _edge_settings(regmap, rng, short)
+        for name, value in values.items():
+            writes[len(events)] = (regmap.addr(name), value)
+            events.append(None)
+        events += random_events(cfg, 300, rng.randrange(1 << 30))
+    model = _qcn_rp_run(cfg, events, writes)
+    assert model.cuts > 50
 
 
 # ---- CNM generator ------------------------------------------------------------------------------

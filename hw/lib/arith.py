@@ -27,6 +27,20 @@ def umax(a: Value, b: Value) -> Value:
     return Mux(a > b, a, b)
 
 
+def at_most_one(x, frac: int):
+    """A fraction register (``frac`` fraction bits) whose values above 1.0 read as 1.0.
+
+    Such a register is a bit wider than its fraction so that it holds 1.0 exactly; the values
+    it can also hold between 1.0 and 2.0 mean nothing and would make a gain turn a state
+    negative or a floor outgrow its width.  An OR of the high bits and a select, on registers
+    only (ahead of a product's partial-product AND, into which synthesis merges it); a Python
+    int gives ``min(x, 1.0)``."""
+    if isinstance(x, int):
+        return min(x, 1 << frac)
+    x = Value.cast(x)
+    return Mux(x[frac:].any(), 1 << frac, x)
+
+
 def named_wire(m: Module, name: str, expr, width: int | None = None, cond=None) -> Signal:
     """A named combinational signal carrying ``expr``, for a value used more than once: the
     Verilog computes it once (a reused Python expression is emitted at every use) and the name

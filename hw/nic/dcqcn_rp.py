@@ -29,7 +29,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import RpEventKind, RpMode, rp_event_layout, rp_state_layout
-from ..lib.arith import named_wire, umax, umin
+from ..lib.arith import at_most_one, named_wire, umax, umin
 from ..lib.csa import compress, fit
 from ..lib.csr import CsrBank
 from ..lib.csr_port import csr_ports
@@ -332,6 +332,7 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
 
     c = SimpleNamespace(s=s, cnp=cnp, timers=timers)
     AW = ALPHA_FRAC + 1
+    g = at_most_one(r.g, G_FRAC)
 
     # ---- section 1: what depends on the state and the event only -------------------------------
     c.first = cnp & ~s.active
@@ -339,7 +340,7 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     # (one compressor level here, the rest in section 2: in the engine this section starts
     # at the forwarding multiplexer, whose select fans out to the whole state word)
     c.ag = p.reduce(p.msum(AW + G_FRAC, values=[s.alpha << G_FRAC, (1 << G_FRAC) - 1],
-                           neg_products=[(s.alpha, r.g)]), 1)
+                           neg_products=[(s.alpha, g)]), 1)
     # 4. the byte counter
     was_hai = s.mode == RpMode.HAI
     halve = _and(r.halve_in_hyper, was_hai)
@@ -368,8 +369,10 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
         clamp = wire("clamp", clamp)
     c.clamp = clamp
     if _maybe(r.min_dec_fac):
+        # (a factor above 1.0 acts as 1.0: the floor never exceeds Rc, so it fits the rate)
+        mdf = at_most_one(r.min_dec_fac, MDF_FRAC)
         c.mdf = p.reduce(p.msum(RW + MDF_FRAC + 2, values=[(1 << MDF_FRAC) - 1],
-                                products=[(s.rc, r.min_dec_fac)]), 1)
+                                products=[(s.rc, mdf)]), 1)
     # the increase rule's thresholds (registers only: computed here, carried)
     rule = r.increase_rule
     F = r.threshold
@@ -406,7 +409,7 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     c = p.cut("decide", c)
     # ---- section 3: (1-g) alpha; hi/lo of the stages -----------------------------------------
     s, a_due, cnp = c.s, c.timers.due["a"], c.cnp
-    c.decayed = wire("decayed", p.total(c.ag)[G_FRAC:], AW, a_due | cnp)
+    c.decayed = wire("decayed", p.total(c.ag)[G_FRAC:], AW, a_due | cnp | c.action)
     c.this = Mux(c.t_ev, c.ts, c.bs)
     if _maybe(r.rt_guard):
         c.guard = _and(r.rt_guard, ((c.ts == 1) | (c.bs == 1)) & c.rt_big)
@@ -421,8 +424,11 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     c = p.cut("stages", c)
     # ---- section 4: (1-g) alpha + g, the alpha the cut uses; the increase phase; the floor ---
     s, a_due, cnp = c.s, c.timers.due["a"], c.cnp
-    c.raised = wire("raised", _sat_one(c.decayed + (r.g << (ALPHA_FRAC - G_FRAC))), AW,
-                    a_due | cnp)                                           # (1-g)a + g
+    # (this and ``decayed``: driven when a CNP or the alpha timer updates alpha, and for every
+    # cut: with alpha updated on CNPs and the cut taking that alpha, a periodic-check cut
+    # without a CNP uses them too; gated on the first two alone that cut read 0, cut nothing)
+    c.raised = wire("raised", _sat_one(c.decayed + (g << (ALPHA_FRAC - G_FRAC))), AW,
+                    a_due | cnp | c.action)                                # (1-g)a + g
     if any_state:
         c.decayed = _sat_one(c.decayed)
     ts, bs, hi, lo, t_ev = c.ts, c.bs, c.hi, c.lo, c.t_ev

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data
 
-from ..lib.arith import named_wire, umin
+from ..lib.arith import at_most_one, named_wire, umin
 from ..lib.csa import compress, fit
 from ..lib.pipeline import Stages
 from ..params import BlockConfig, ConfigError, check_int
@@ -177,7 +177,9 @@ class QcnDatapath(FlowDatapath):
         v.neg_line = fit(-r.line_rate, WA)
         v.cr_neg_line2 = fit(s.cr - (r.line_rate << 1), WA)
         v.cut_p = csa(_product(s.cr, cn.fb, split), RW + 6, 2)
-        v.floor_p = csa(_product(s.cr, r.min_dec_fac, split), RW + MDF_FRAC + 1, 2)
+        # (a factor above 1.0 reads as 1.0: the floor never exceeds Cr)
+        v.floor_p = csa(_product(s.cr, at_most_one(r.min_dec_fac, MDF_FRAC), split),
+                        RW + MDF_FRAC + 1, 2)
         v = stage(v)
 
         # ---- S2: which update; the jitter draw; the stages after it; i0 HAI; the guard ----

@@ -11,7 +11,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..layouts import QcnRpEventKind, qcn_rp_event_layout, qcn_rp_state_layout
-from ..lib.arith import umax, umin
+from ..lib.arith import at_most_one, umax, umin
 from ..lib.csr import CsrBank
 from ..lib.csr_port import csr_ports
 from .qcn_rp_config import MDF_FRAC, STAGE_MAX, QcnRpConfig
@@ -82,7 +82,8 @@ class QcnRp(wiring.Component):
         is_cnm = valid & (ev.kind == QcnRpEventKind.CNM)
         is_tx = valid & (ev.kind == QcnRpEventKind.TX)
         byte_cycle = is_tx & st.active & (ev.bytes >= st.bc)
-        timer_cycle = st.active & (st.t_cnt == 1) & ~is_cnm & ~byte_cycle
+        # (t_cnt <= 1: a period written 0 expires as 1 does, as in the model)
+        timer_cycle = st.active & (st.t_cnt[1:] == 0) & ~is_cnm & ~byte_cycle
 
         lfsr_next = cfg.lfsr.next_state(lfsr, D)
         r = lfsr_next[:D]
@@ -109,7 +110,8 @@ class QcnRp(wiring.Component):
 
         # ---- cut --------------------------------------------------------------------------------
         cut = st.cr - ((st.cr * ev.fb) >> reg.gd_shift)
-        floor = umax((st.cr * reg.min_dec_fac) >> MDF_FRAC, reg.min_rate)
+        # (a factor above 1.0 reads as 1.0: the floor never exceeds Cr)
+        floor = umax((st.cr * at_most_one(reg.min_dec_fac, MDF_FRAC)) >> MDF_FRAC, reg.min_rate)
         cr_cut = umax(cut, floor)[:RW]
 
         with m.If(is_cnm):

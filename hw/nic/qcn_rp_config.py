@@ -120,7 +120,7 @@ class QcnRpConfig(BlockConfig):
         ("AI_RATE", "ai_rate", None, "rpgAiRate, UQ.10 Mb/s"),
         ("HAI_RATE", "hai_rate", None, "rpgHaiRate, UQ.10 Mb/s"),
         ("GD_SHIFT", "gd_shift", None, "rpgGd = 2**-GD_SHIFT"),
-        ("MIN_DEC_FAC", "min_dec_fac", None, "rpgMinDecFac, UQ0.8 (256 = 1.0)"),
+        ("MIN_DEC_FAC", "min_dec_fac", None, "rpgMinDecFac, UQ0.8 (256 = 1.0; above reads as 1.0)"),
         ("THRESHOLD", "threshold", None, "rpgThreshold F, byte / timer cycles of fast recovery"),
         ("BYTE_LO", "byte_lo", 0, "byte counter reload, lowest value, bytes"),
         ("BYTE_LO_HALF", "byte_lo", 1, "byte counter reload once ByteStage >= F, lowest"),

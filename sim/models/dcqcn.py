@@ -31,6 +31,7 @@ from hw.nic.dcqcn_config import (
     ALPHA_FRAC,
     ALPHA_ONE,
     G_FRAC,
+    MDF_FRAC,
     STAGE_MAX,
     AlphaMode,
     ClampRule,
@@ -143,7 +144,8 @@ class _Fields(dict):
 
 
 def alpha_next(g: int, alpha: int, plus_g: bool) -> int:
-    """``(1 - g) alpha (+ g)``, UQ1.24, saturating at 1.0."""
+    """``(1 - g) alpha (+ g)``, UQ1.24, saturating at 1.0; a gain above 1.0 acts as 1.0."""
+    g = min(g, 1 << G_FRAC)
     a = alpha - ((alpha * g) >> G_FRAC) + ((g << (ALPHA_FRAC - G_FRAC)) if plus_g else 0)
     return min(a, ALPHA_ONE)
 
@@ -246,7 +248,9 @@ def rp_update(r, s, cnp: bool, tx: int | None, a_due: bool, t_due: bool, d_due: 
             rt = s.rc if clamp else s.rt
             dec = (s.rc * alpha_for_cut) >> r.gd_shift
             cut_rc = s.rc - dec if dec < s.rc else 0
-            rc = max(cut_rc, (s.rc * r.min_dec_fac + 0xFFFF) >> 16, r.min_rate)
+            # (a factor above 1.0 acts as 1.0: the floor is at most Rc)
+            mdf = min(r.min_dec_fac, 1 << MDF_FRAC)
+            rc = max(cut_rc, (s.rc * mdf + (1 << MDF_FRAC) - 1) >> MDF_FRAC, r.min_rate)
             did_cut = True
         t_stage = b_stage = 0
         mode = _FR

@@ -174,18 +174,23 @@ class QcnRpCodec:
 RESTART, RELOAD, HOLD = "restart", "reload", "hold"
 
 
-def _reload(lo, span, half: bool, r: int, draw_bits: int) -> int:
+def _reload(lo, span, half: bool, r: int, draw_bits: int, width: int) -> int:
+    """``lo + (span r >> D)`` of the (full, half) pair, mod ``2**width`` (the counter's width:
+    the registers a configuration derives keep it below; written ones may not, and the RTL's
+    counter keeps the low bits)."""
     k = int(half)
-    return lo[k] + ((span[k] * r) >> draw_bits)
+    return (lo[k] + ((span[k] * r) >> draw_bits)) & ((1 << width) - 1)
 
 
-def qcn_update(reg, s, fb: int | None, tx: int | None, t_due: bool, draw, draw_bits: int):
+def qcn_update(reg, s, fb: int | None, tx: int | None, t_due: bool, draw, draw_bits: int,
+               widths: tuple[int, int]):
     """One update of one QCN rate limiter (the rules of :class:`QcnRpModel`).
 
     ``reg``: :class:`QcnRpRegisters` (or an object with its fields); ``s``: the state (the timer
     itself is not read); ``fb``: a CNM's feedback (``None``: no CNM); ``tx``: a TX event's bytes
     (``None``: none); ``t_due``: the timer expires in this update; ``draw()``: the next LFSR draw
-    (called at most once, only by a reload).
+    (called at most once, only by a reload); ``widths``: the bits of the byte counter and of
+    the timer's period (``QcnRpConfig.byte_width``, ``timer_width``): a reload is mod those.
 
     Returns ``(fields, t_act, action, guard)``: the new values of the non-timer fields, the
     timer's action (``None``; ``HOLD``: a byte cycle took the update, the expiry waits one
@@ -193,26 +198,29 @@ def qcn_update(reg, s, fb: int | None, tx: int | None, t_due: bool, draw, draw_b
     change (``"cut"``, ``"byte"``, ``"timer"`` or ``None``) and whether the TR guard fired.
     """
     F, D = reg.threshold, draw_bits
+    BW, TW = widths
     cr, tr, bc, b_stage, t_stage = s.cr, s.tr, s.bc, s.b_stage, s.t_stage
     active, fresh = s.active, s.fresh
     if fb is not None:                                  # CNM: cut
         new = cr - ((cr * fb) >> reg.gd_shift)
-        new = max(new, (cr * reg.min_dec_fac) >> MDF_FRAC, reg.min_rate)
+        # (a factor above 1.0 reads as 1.0: the floor is at most Cr)
+        new = max(new, (cr * min(reg.min_dec_fac, 1 << MDF_FRAC)) >> MDF_FRAC, reg.min_rate)
         r = draw()
-        fields = {"cr": new, "tr": cr, "bc": _reload(reg.byte_lo, reg.byte_span, False, r, D),
+        fields = {"cr": new, "tr": cr, "bc": _reload(reg.byte_lo, reg.byte_span, False, r, D, BW),
                   "b_stage": 0, "t_stage": 0, "active": 1, "fresh": 1}
-        return fields, (RESTART, _reload(reg.time_lo, reg.time_span, False, r, D)), "cut", False
+        period = _reload(reg.time_lo, reg.time_span, False, r, D, TW)
+        return fields, (RESTART, period), "cut", False
     action = t_act = None
     if active and tx is not None and tx >= bc:          # byte cycle (the timer holds)
         b_stage = min(b_stage + 1, STAGE_MAX)
-        bc = _reload(reg.byte_lo, reg.byte_span, b_stage >= F, draw(), D)
+        bc = _reload(reg.byte_lo, reg.byte_span, b_stage >= F, draw(), D, BW)
         action, t_act = "byte", (HOLD if t_due else None)
     else:
         if active and tx is not None:
             bc -= tx
         if t_due:                                       # timer cycle
             t_stage = min(t_stage + 1, STAGE_MAX)
-            t_act = (RELOAD, _reload(reg.time_lo, reg.time_span, t_stage >= F, draw(), D))
+            t_act = (RELOAD, _reload(reg.time_lo, reg.time_span, t_stage >= F, draw(), D, TW))
             action = "timer"
     guard = False
     if action is not None:                              # increase
@@ -278,9 +286,9 @@ class QcnRpModel:
 
     def _cycle(self, fb: int | None, tx: int | None) -> QcnRpState:
         s = self.state
-        fields, t_act, action, guard = qcn_update(self.reg, s, fb, tx,
-                                                  bool(s.active) and s.t_cnt <= 1, self._draw,
-                                                  self.cfg.draw_bits)
+        fields, t_act, action, guard = qcn_update(
+            self.reg, s, fb, tx, bool(s.active) and s.t_cnt <= 1, self._draw,
+            self.cfg.draw_bits, (self.cfg.byte_width, self.cfg.timer_width))
         if t_act is None:
             t_cnt = s.t_cnt - 1 if s.active and s.t_cnt > 1 else s.t_cnt
         else:
@@ -313,7 +321,7 @@ class QcnRpModel:
             if not s.active:
                 self.cycle += n
                 return s
-            k = min(n, s.t_cnt - 1)     # cycles of plain counting
+            k = min(n, max(s.t_cnt - 1, 0))     # cycles of plain counting (0: a zero period)
             s.t_cnt -= k
             self.cycle += k
             n -= k
@@ -348,7 +356,7 @@ def qcn_regs(values: dict) -> _Fields:
 
 
 def qcn_deadline_update(regs, state: dict, kind: int, payload, t: int, width: int, draw,
-                        draw_bits: int):
+                        draw_bits: int, widths: tuple[int, int]):
     """The deadline form of :func:`qcn_update` for the multi-flow engine.
 
     ``regs``: :func:`qcn_regs` of the register values; ``state``: dict (the fields of
@@ -364,7 +372,8 @@ def qcn_deadline_update(regs, state: dict, kind: int, payload, t: int, width: in
     s = _Fields(state)
     due = bool(s.t_on) and le_time(s.t_dl, t, width)
     fields, act, _, _ = qcn_update(regs, s, payload if kind == 1 else None,
-                                   payload if kind == 0 else None, due, draw, draw_bits)
+                                   payload if kind == 0 else None, due, draw, draw_bits,
+                                   widths)
     if act is None:
         on, dl = s.t_on, s.t_dl
     elif act == HOLD:
@@ -399,4 +408,5 @@ class QcnDatapathModel(FlowDatapathModel):
 
     def update(self, regs, state, kind, payload, t) -> ModelOut:
         return ModelOut(*qcn_deadline_update(qcn_regs(regs), state, kind, payload, t,
-                                             self.time_width, self._draw, self.cfg.draw_bits))
+                                             self.time_width, self._draw, self.cfg.draw_bits,
+                                             (self.cfg.byte_width, self.cfg.timer_width)))
