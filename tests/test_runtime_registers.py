@@ -322,6 +322,43 @@ def test_dcqcn_rp_periodic_cut_with_the_cnp_alpha():
     assert abs(model.state.rc - line * (1 - alpha / 2**25)) < line * 1e-4
 
 
+def test_dcqcn_rp_hyper_increase_at_the_top_stage():
+    """F written 0 with the ns3-rdma step (HAI_STEP 1: (min(stages) - F + 1) R_HAI): at the
+    top stage 255 the factor would be 256, and it is clamped to 255 (it must not wrap to 0 in
+    8 bits).  T 2 cycles, no byte counter, R_HAI 1 (UQ.10), the maximum rate written to the
+    register's top (so that Rt, 100 Gb/s from reset, stays below it), one CNP to start: the stage
+    climbs to 255 in 510 cycles; from then on every expiry adds 255 to Rt (hand: the model's
+    rule; checked on the RTL every cycle)."""
+    from hw.nic.dcqcn_config import DcqcnRpConfig
+    from sim.models.dcqcn import DcqcnCnp
+    cfg = DcqcnRpConfig.profile("connectx")
+    rm = cfg.register_map()
+    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+        (("THRESHOLD", 0), ("HAI_STEP", 1), ("INCREASE_RULE", 0), ("T_CYCLES", 2),
+         ("BYTE_RESET", 0), ("HAI_RATE", 1), ("CUT_MODE", 0), ("MAX_RATE", (1 << 27) - 1)))}
+    model = _dcqcn_rp_run(cfg, [None] * 8 + [DcqcnCnp()] + [None] * 600, writes)
+    assert model.state.t_stage == 255 and model.state.mode == 2    # HAI
+    rt = model.state.rt
+    model.step(None)
+    model.step(None)                     # one expiry of T = 2
+    assert model.state.rt == rt + 255
+
+
+@pytest.mark.parametrize("k, cuts", [(3, 1), (4, 1), (5, 2), (6, 2)])
+def test_dcqcn_rp_holdoff_edge(k, cuts):
+    """The holdoff cut (CUT_MODE 2, P 5 cycles): a CNP cuts unless a cut was less than P
+    cycles ago.  The first CNP cuts and loads the holdoff counter with 5; it counts 4, 3, 2, 1
+    on the next edges, so a second CNP k cycles later finds 6 - k and cuts only when that is
+    at most 1 (expiring): k >= 5 (by hand)."""
+    from hw.nic.dcqcn_config import DcqcnRpConfig
+    from sim.models.dcqcn import DcqcnCnp
+    cfg = DcqcnRpConfig.profile("connectx")
+    rm = cfg.register_map()
+    writes = {0: (rm.addr("CUT_MODE"), 2), 1: (rm.addr("P_CYCLES"), 5)}
+    events = [None] * 4 + [DcqcnCnp()] + [None] * (k - 1) + [DcqcnCnp()] + [None] * 4
+    assert _dcqcn_rp_run(cfg, events, writes).cuts == cuts
+
+
 @pytest.mark.parametrize("start, switch", [("connectx", "paper"), ("hpcc-mlx", "ns3-rdma")])
 def test_dcqcn_rp_profile_switch_at_run_time(start, switch):
     """One build, another profile written through the registers mid-run: RTL = model on every
@@ -387,7 +424,8 @@ def test_dcqcn_rp_random_register_settings(profile):
             writes[cycle] = (regmap.addr(name), value)
             events.append(None)
             cycle += 1
-        p_cnp = rng.choice((0.02, 0.1, 0.3))
+        # (stretches without CNPs too, so that the stages climb past F into hyper increase)
+        p_cnp = rng.choice((0.0, 0.003, 0.02, 0.1, 0.3))
         for _ in range(300):
             x = rng.random()
             events.append(DcqcnCnp() if x < p_cnp else

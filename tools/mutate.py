@@ -46,7 +46,11 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "dcqcn_rp": (["hw/nic/dcqcn_rp.py"],
                  ["tests/test_dcqcn_rp_sim.py",
                   "tests/test_runtime_registers.py::test_dcqcn_rp_random_register_settings",
-                  "tests/test_runtime_registers.py::test_dcqcn_rp_periodic_cut_with_the_cnp_alpha"]),
+                  "tests/test_runtime_registers.py::test_dcqcn_rp_periodic_cut_with_the_cnp_alpha",
+                  "tests/test_runtime_registers.py::test_dcqcn_rp_hyper_increase_at_the_top_stage",
+                  "tests/test_runtime_registers.py::test_dcqcn_rp_holdoff_edge",
+                  # (the update's pipelined form, the engine's, is built in this file too)
+                  "tests/test_dcqcn_pipe.py"]),
     "dcqcn_np": (["hw/nic/dcqcn_np.py"], ["tests/test_dcqcn_np.py"]),
     "qcn_rp": (["hw/nic/qcn_rp.py"],
                ["tests/test_qcn_rp.py",
@@ -91,6 +95,12 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 #: Equivalent mutants: (file, the stripped source line, mutation) -> why no test can kill it.
+#: why a mutant in ``dcqcn_rp``'s branches for an elaboration-time constant is equivalent
+_DCQCN_FIXED = (
+    "the branch for a register given as an elaboration-time constant (``_fixed``); every build "
+    "passes run-time registers (the single flow's CsrBank, the engine's registered copy), so "
+    "the other branch is elaborated and this one never is")
+
 #: why a delay one edge shorter in ``qcn_cp`` is equivalent
 _QCN_CP_HELD = (
     "one sample is in flight at a time and frames wait meanwhile: stage 1's registers hold "
@@ -443,6 +453,49 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("hw/nic/timely_engine.py", "v.g_over = g0 > GRAD_MAX", "> -> >="):
         "at g0 == GRAD_MAX both arms of the select are GRAD_MAX: 2**20 - 1 fits g0's "
         "GRAD_FRAC + 4 = 20 kept bits",
+    # -- dcqcn_rp (the update shared by the single flow and the engine) ----------------------
+    **{("hw/nic/dcqcn_rp.py", "if sign < 0:", desc):
+       "sign is +1 or -1 (the two product lists): < 0, <= 0 and < 1 pick the same lists"
+       for desc in ("< -> <=", "0 -> 1")},
+    ("hw/nic/dcqcn_rp.py", "AW = ALPHA_FRAC + 1", "1 -> 2"):
+        "alpha is at most 2**25 - 1 (the state field), (1 - g) alpha below that, (1 - g) "
+        "alpha + g saturated to 2**24 before it is truncated, and alpha * 1024 + 1023 - "
+        "alpha * g below 2**35 (g <= 1024): one more bit holds the same values",
+    **{("hw/nic/dcqcn_rp.py", "c.mdf = p.reduce(p.msum(RW + MDF_FRAC + 2, values=[(1 << "
+        "MDF_FRAC) - 1],", desc):
+       "Rc * min_dec_fac + 2**16 - 1 < 2**RW * 2**16 (the factor read as at most 1.0): RW + "
+       "16 bits hold the sum, so + 1, + 2 and + 3 give the same bits from 16 up"
+       for desc in ("2 -> 1", "2 -> 3")},
+    ("hw/nic/dcqcn_rp.py", "c.fe = F + (1 if rule == INC_HPCC else 0) if _fixed(rule) else "
+     "F + (rule == INC_HPCC)", "== -> !="): _DCQCN_FIXED,
+    ("hw/nic/dcqcn_rp.py", "cls = ns3_phase() if rule == INC_NS3 else counted_phase(c.fe)",
+     "== -> !="): _DCQCN_FIXED,
+    **{("hw/nic/dcqcn_rp.py", "c.hi, c.lo = (umax(c.ts, c.bs), umin(c.ts, c.bs)) if byte_on "
+        "else (c.ts, c.ts)", desc): _DCQCN_FIXED
+       for desc in ("umax(a, b) -> a", "umin(a, b) -> a")},
+    **{("hw/nic/dcqcn_rp.py", "mult = mult[:8] if _fixed(F) and F >= 1 else umin(mult, "
+        "STAGE_MAX)[:8]", desc): _DCQCN_FIXED
+       for desc in (">= -> >", "1 -> 0", "1 -> 2")},
+    ("hw/nic/dcqcn_rp.py", "c.hai = p.msum(len(Value.cast(r.hai_rate)) + 8, products=[(r.hai_rate, "
+     "mult)])", "8 -> 9"):
+        "mult is at most 255 (8 bits): R_HAI * mult fits the register's width + 8 bits; one "
+        "more holds the same value",
+    ("hw/nic/dcqcn_rp.py", "mult = Mux(c.excess > 0, c.excess, 0)", "> -> >="):
+        "at excess == 0 both arms are 0",
+    ("hw/nic/dcqcn_rp.py", "c.keep = c.dec < c.room         # the cut leaves more than the "
+     "floor", "< -> <="):
+        "at Rc alpha == (Rc - floor) << gd_shift the kept branch gives Rc - ((Rc - floor) << "
+        "gd) >> gd = the floor, the other branch the floor itself",
+    ("hw/nic/dcqcn_rp.py", "c.avg_above_min, c.avg_below_max = c.rt_inc > c.avg_lo, "
+     "c.rt_inc < c.avg_hi", "> -> >="):
+        "at Rt + Rc = 2 min_rate + 1 the average (Rt + Rc) >> 1 is min_rate: above-min "
+        "selects it (or max_rate past it), not-above selects min(min_rate, max_rate): the same",
+    ("hw/nic/dcqcn_rp.py", "c.avg_above_min, c.avg_below_max = c.rt_inc > c.avg_lo, "
+     "c.rt_inc < c.avg_hi", "< -> <="):
+        "at Rt + Rc = 2 max_rate the average is max_rate, which both arms give",
+    ("hw/nic/dcqcn_rp.py", "Mux(_const(r.min_rate) < r.max_rate, r.min_rate, r.max_rate))",
+     "< -> <="):
+        "at min_rate == max_rate both arms are the same value",
     # -- qcn_cp: widths one bit wider than their values, bounds where both arms agree, and
     # delays one edge shorter (_QCN_CP_HELD)
     **{("hw/switch/qcn_cp.py",
