@@ -344,6 +344,51 @@ def test_dcqcn_rp_hyper_increase_at_the_top_stage():
     assert model.state.rt == rt + 255
 
 
+def test_dcqcn_rp_ns3_select_with_both_stages_at_f():
+    """The ns3-rdma increase rule (INCREASE_RULE 1) with F = 2: a CNP, then two byte cycles
+    (B 1000, TX 1000 each): ByteStage 2 = F, from fast recovery into additive increase (the
+    timer stage is 0 < F).  Two timer expiries (T 50): after the first, TimeStage 1 < F: still
+    AI; after the second both stages are at F, neither below it: hyper increase (by hand;
+    at a stage equal to F the select must read "not below")."""
+    from hw.nic.dcqcn_config import DcqcnRpConfig
+    from sim.models.dcqcn import DcqcnCnp, DcqcnTx
+    cfg = DcqcnRpConfig.profile("connectx")
+    rm = cfg.register_map()
+    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+        (("INCREASE_RULE", 1), ("THRESHOLD", 2), ("T_CYCLES", 50), ("BYTE_RESET", 1000),
+         ("CUT_MODE", 0)))}
+    head = [None] * 8 + [DcqcnCnp(), None, DcqcnTx(1000), None, DcqcnTx(1000)]
+    model = _dcqcn_rp_run(cfg, head + [None] * 40, writes)
+    assert (model.state.b_stage, model.state.t_stage, model.state.mode) == (2, 0, 1)    # AI
+    model = _dcqcn_rp_run(cfg, head + [None] * 60, writes)
+    assert (model.state.b_stage, model.state.t_stage, model.state.mode) == (2, 1, 1)    # AI
+    model = _dcqcn_rp_run(cfg, head + [None] * 110, writes)
+    assert (model.state.b_stage, model.state.t_stage, model.state.mode) == (2, 2, 2)    # HAI
+
+
+def test_dcqcn_rp_hyper_product_at_its_full_width():
+    """The hyper-increase product R_HAI x factor at its widest: the stages climb to 255 with F
+    255 (fast recovery, then AI with R_AI 0: Rt unchanged), then F is written 0, so the next
+    expiry is a hyper step with the factor 255 at once (LINEAR0: 255 - 0).  R_HAI =
+    67372037 = ceil(2**34 / 255): the product 17179869435 needs 35 bits (2**34 + 251), so Rt
+    jumps to the maximum (2**27 - 1); kept to 34 bits it would add 251 (by hand)."""
+    from hw.nic.dcqcn_config import DcqcnRpConfig
+    from sim.models.dcqcn import DcqcnCnp
+    cfg = DcqcnRpConfig.profile("connectx")
+    rm = cfg.register_map()
+    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+        (("THRESHOLD", 255), ("T_CYCLES", 2), ("BYTE_RESET", 0), ("AI_RATE", 0),
+         ("INCREASE_RULE", 0), ("HAI_STEP", 0), ("CUT_MODE", 0), ("MAX_RATE", (1 << 27) - 1),
+         ("HAI_RATE", 67_372_037)))}
+    writes[600] = (rm.addr("THRESHOLD"), 0)
+    model = _dcqcn_rp_run(cfg, [None] * 12 + [DcqcnCnp()] + [None] * 587, writes)  # to 599
+    assert model.state.t_stage == 255 and model.state.mode == 1                     # AI
+    assert model.state.rt == 100_000 << 10                     # unchanged since the reset
+    assert 67_372_037 * 255 == (1 << 34) + 251
+    model = _dcqcn_rp_run(cfg, [None] * 12 + [DcqcnCnp()] + [None] * 593, writes)  # to 605
+    assert model.state.rt == (1 << 27) - 1 and model.state.mode == 2                # HAI
+
+
 @pytest.mark.parametrize("k, cuts", [(3, 1), (4, 1), (5, 2), (6, 2)])
 def test_dcqcn_rp_holdoff_edge(k, cuts):
     """The holdoff cut (CUT_MODE 2, P 5 cycles): a CNP cuts unless a cut was less than P

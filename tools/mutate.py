@@ -49,6 +49,8 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
                   "tests/test_runtime_registers.py::test_dcqcn_rp_periodic_cut_with_the_cnp_alpha",
                   "tests/test_runtime_registers.py::test_dcqcn_rp_hyper_increase_at_the_top_stage",
                   "tests/test_runtime_registers.py::test_dcqcn_rp_holdoff_edge",
+                  "tests/test_runtime_registers.py::test_dcqcn_rp_ns3_select_with_both_stages_at_f",
+                  "tests/test_runtime_registers.py::test_dcqcn_rp_hyper_product_at_its_full_width",
                   # (the update's pipelined form, the engine's, is built in this file too)
                   "tests/test_dcqcn_pipe.py"]),
     "dcqcn_np": (["hw/nic/dcqcn_np.py"], ["tests/test_dcqcn_np.py"]),
