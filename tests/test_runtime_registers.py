@@ -285,6 +285,12 @@ def _dcqcn_rp_run(cfg, events, writes):
     return model
 
 
+def _writes_at(regmap, values, start: int = 0) -> dict:
+    """``{cycle: (addr, value)}``: ``values`` (register name -> value, or its pairs, in order)
+    written one per cycle from cycle ``start``."""
+    return {start + i: (regmap.addr(name), v) for i, (name, v) in enumerate(dict(values).items())}
+
+
 def test_dcqcn_rp_written_first_rate():
     """FIRST_RATE (rate_to_set_on_first_cnp) written to 1000 Mb/s: the first CNP sets
     Rc = 1000 x 2**10; with the reset value 0 it is a normal cut (ConnectX: Rc (1 - alpha/2)
@@ -313,9 +319,9 @@ def test_dcqcn_rp_periodic_cut_with_the_cnp_alpha():
     from sim.models.dcqcn import DcqcnCnp
     cfg = DcqcnRpConfig.profile("connectx")
     rm = cfg.register_map()
-    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+    writes = _writes_at(rm,
         (("ALPHA_MODE", 0), ("ALPHA_BEFORE_CUT", 1), ("CUT_MODE", 1), ("P_CYCLES", 5),
-         ("G", 100)))}
+         ("G", 100)))
     model = _dcqcn_rp_run(cfg, [None] * 6 + [DcqcnCnp()] + [None] * 40, writes)
     line, alpha = 100_000 << 10, 16_762_432
     assert model.cuts == 1 and model.state.alpha == alpha
@@ -333,9 +339,9 @@ def test_dcqcn_rp_hyper_increase_at_the_top_stage():
     from sim.models.dcqcn import DcqcnCnp
     cfg = DcqcnRpConfig.profile("connectx")
     rm = cfg.register_map()
-    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+    writes = _writes_at(rm,
         (("THRESHOLD", 0), ("HAI_STEP", 1), ("INCREASE_RULE", 0), ("T_CYCLES", 2),
-         ("BYTE_RESET", 0), ("HAI_RATE", 1), ("CUT_MODE", 0), ("MAX_RATE", (1 << 27) - 1)))}
+         ("BYTE_RESET", 0), ("HAI_RATE", 1), ("CUT_MODE", 0), ("MAX_RATE", (1 << 27) - 1)))
     model = _dcqcn_rp_run(cfg, [None] * 8 + [DcqcnCnp()] + [None] * 600, writes)
     assert model.state.t_stage == 255 and model.state.mode == 2    # HAI
     rt = model.state.rt
@@ -354,9 +360,9 @@ def test_dcqcn_rp_ns3_select_with_both_stages_at_f():
     from sim.models.dcqcn import DcqcnCnp, DcqcnTx
     cfg = DcqcnRpConfig.profile("connectx")
     rm = cfg.register_map()
-    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+    writes = _writes_at(rm,
         (("INCREASE_RULE", 1), ("THRESHOLD", 2), ("T_CYCLES", 50), ("BYTE_RESET", 1000),
-         ("CUT_MODE", 0)))}
+         ("CUT_MODE", 0)))
     head = [None] * 8 + [DcqcnCnp(), None, DcqcnTx(1000), None, DcqcnTx(1000)]
     model = _dcqcn_rp_run(cfg, head + [None] * 40, writes)
     assert (model.state.b_stage, model.state.t_stage, model.state.mode) == (2, 0, 1)    # AI
@@ -376,10 +382,10 @@ def test_dcqcn_rp_hyper_product_at_its_full_width():
     from sim.models.dcqcn import DcqcnCnp
     cfg = DcqcnRpConfig.profile("connectx")
     rm = cfg.register_map()
-    writes = {i: (rm.addr(name), v) for i, (name, v) in enumerate(
+    writes = _writes_at(rm,
         (("THRESHOLD", 255), ("T_CYCLES", 2), ("BYTE_RESET", 0), ("AI_RATE", 0),
          ("INCREASE_RULE", 0), ("HAI_STEP", 0), ("CUT_MODE", 0), ("MAX_RATE", (1 << 27) - 1),
-         ("HAI_RATE", 67_372_037)))}
+         ("HAI_RATE", 67_372_037)))
     writes[600] = (rm.addr("THRESHOLD"), 0)
     model = _dcqcn_rp_run(cfg, [None] * 12 + [DcqcnCnp()] + [None] * 587, writes)  # to 599
     assert model.state.t_stage == 255 and model.state.mode == 1                     # AI
@@ -462,13 +468,12 @@ def test_dcqcn_rp_random_register_settings(profile):
     cfg = DcqcnRpConfig.profile(profile)
     regmap = cfg.register_map()
     rng = _seed("dcqcn-random" + profile)
-    events, writes, cycle = [], {}, 0
+    events, writes = [], {}
+    short = lambda n: n.endswith("_CYCLES") or n.startswith("BYTE_")      # noqa: E731
     for _ in range(_length(20)):
-        short = lambda n: n.endswith("_CYCLES") or n.startswith("BYTE_")  # noqa: E731
-        for name, value in _edge_settings(regmap, rng, short).items():
-            writes[cycle] = (regmap.addr(name), value)
-            events.append(None)
-            cycle += 1
+        settings = _edge_settings(regmap, rng, short)
+        writes.update(_writes_at(regmap, settings, len(events)))
+        events += [None] * len(settings)
         # (stretches without CNPs too, so that the stages climb past F into hyper increase)
         p_cnp = rng.choice((0.0, 0.003, 0.02, 0.1, 0.3))
         for _ in range(300):
@@ -476,7 +481,6 @@ def test_dcqcn_rp_random_register_settings(profile):
             events.append(DcqcnCnp() if x < p_cnp else
                           DcqcnTx(rng.choice((0, 1, 64, rng.randint(65, 9000))))
                           if x < p_cnp + 0.4 else None)
-            cycle += 1
     model = _dcqcn_rp_run(cfg, events, writes)
     assert model.cuts > 50
 
@@ -492,12 +496,11 @@ def test_qcn_rp_random_register_settings():
     regmap = cfg.register_map()
     rng = _seed("qcn-random")
     events, writes = [], {}
+    short = lambda n: n.startswith(("TIME_", "BYTE_"))                     # noqa: E731
     for _ in range(_length(20)):
-        short = lambda n: n.startswith(("TIME_", "BYTE_"))                 # noqa: E731
-        values = _edge_settings(regmap, rng, short)
-        for name, value in values.items():
-            writes[len(events)] = (regmap.addr(name), value)
-            events.append(None)
+        settings = _edge_settings(regmap, rng, short)
+        writes.update(_writes_at(regmap, settings, len(events)))
+        events += [None] * len(settings)
         events += random_events(cfg, 300, rng.randrange(1 << 30))
     model = _qcn_rp_run(cfg, events, writes)
     assert model.cuts > 50
