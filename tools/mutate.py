@@ -57,7 +57,8 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "qcn_rp": (["hw/nic/qcn_rp.py"],
                ["tests/test_qcn_rp.py",
                 "tests/test_runtime_registers.py::test_qcn_rp_random_register_settings"]),
-    "ldcp_window": (["hw/nic/ldcp_window.py"], ["tests/test_ldcp_window_rtl.py"]),
+    "ldcp_window": (["hw/nic/ldcp_window.py"],
+                    ["tests/test_ldcp_window_rtl.py", "tests/test_ldcp_window_boundaries.py"]),
     "ldcp_transport": (["hw/nic/ldcp_transport.py"], ["tests/test_ldcp_transport_rtl.py"]),
     "marker": (["hw/switch/marker.py"], ["tests/test_marker_rtl.py",
                                          "tests/test_marker_boundaries.py"]),
@@ -109,6 +110,33 @@ _QCN_CP_HELD = (
     "from the sample's accepting edge to its decision, so every register after them computes "
     "the same value again at each edge once the sample's value has reached it; a delay one "
     "edge shorter reads its source one edge later, when it already holds the sample's value")
+
+#: why the width of ``ldcp_window``'s sub-1 sum ``sub = c + n_unmarked * gamma`` (W + 1 bits,
+#: carried through stages 5..11) may be one bit narrower or wider
+_LDCP_SUB = (
+    "sub is read (sub_cap, sub_one, the CROSS/GAMMA result) only when the window after the "
+    "marked part is below 1.0 (s12 above = 0; else a RECIP arm is selected): then sub < 2**16 + "
+    "(2**NW - 1) * (2**17 - 1) < 2**27 (NW = event_n_width <= 9, m <= 32), so W = 32 bits hold "
+    "it and bit 32 is always 0; when the window is >= 1.0 its value is unused")
+
+#: the LDCP window's stage lines whose only mutated constant is sub's W + 1
+_LDCP_SUB_LINES = (
+    "s5 = stage(5, c=W, e=4, idx=RECIP_INDEX_BITS, f=RECIP_INTERP_BITS, sub=W + 1,",
+    "s6 = stage(6, c=W, e=4, rom=RECIP_WORD, f=RECIP_INTERP_BITS, sub=W + 1,",
+    "r_top=1, sub=W + 1, dec=LdcpDecRule, nua=prod_w, **ev)")
+
+#: ldcp_window lines with two mutated constants (each key is shared by two mutants)
+_LDCP_STAGE7 = "s7 = stage(7, c=W, e=4, t=RECIP_BITS + 1, tf=RECIP_INTERP_BITS, sub=W + 1,"
+_LDCP_STAGE8 = ("s8 = stage(8, c=W, e=4, r=RECIP_BITS + 1, sub=W + 1, dec=LdcpDecRule, "
+                "nua=prod_w, **ev)")
+_LDCP_STAGE10 = ("s10 = stage(10, c=W, e=4, prod=prod_w + RECIP_BITS + 1, sub=W + 1, "
+                 "dec=LdcpDecRule, **ev)")
+_LDCP_STAGE11 = ("s11 = stage(11, c=W, room=signed(W + 2), inc=prod_w + 1, sub=W + 1, "
+                 "dec=LdcpDecRule,")
+_LDCP_T_R_WIDER = (
+    "the table value t = T[i] <= 2**18 and the interpolated r = t - tf in [2**17, 2**18] "
+    "(asserted by the model's reciprocal) fit RECIP_BITS + 1 = 19 bits: a 20th bit is always 0 "
+    "(the narrower t/r, '1 -> 0' of this line, is killed: T[0] = 2**18)")
 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("hw/lib/pipemul.py", "terms, level = nxt, level + 1", "1 -> 2"):
@@ -553,6 +581,68 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ('lo_d = delay(lo_m1, jlat - 1, "lo")', "1 -> 2"),
         ('qntz_d = delay(s_qntz, 1 + jlat, "qntz")', "1 -> 0"),
         ("to_last = len(stages) - 5", "5 -> 6"))},
+    # ---- ldcp_window (hw/nic/ldcp_window.py) ----
+    **{("hw/nic/ldcp_window.py",
+        "s2 = stage(2, cw=W, cwg=signed(W + 2), cw1=signed(W + 2), h=FRAC_BITS, m_none=1,",
+        desc): "cwg = cw - gamma and cw1 = cw - ONE (cw 32-bit unsigned, gamma < 2**17) lie in "
+       "[-(2**17 - 1), 2**32 - 1]: signed(W + 1) = signed(33) holds them, and a wider signed "
+       "register holds the same values; both are only compared with nmb (two mutants each key)"
+       for desc in ("2 -> 1", "2 -> 3")},
+    **{("hw/nic/ldcp_window.py", line, desc): _LDCP_SUB
+       for line in _LDCP_SUB_LINES for desc in ("1 -> 0", "1 -> 2")},
+    **{("hw/nic/ldcp_window.py", line, "1 -> 0"): _LDCP_SUB + " (the narrower t/r of this "
+       "line, also '1 -> 0', is killed: T[0] = 2**18 needs 19 bits)"
+       for line in (_LDCP_STAGE7, _LDCP_STAGE8)},
+    **{("hw/nic/ldcp_window.py", line, "1 -> 2"): _LDCP_T_R_WIDER + "; sub: " + _LDCP_SUB
+       for line in (_LDCP_STAGE7, _LDCP_STAGE8)},
+    **{("hw/nic/ldcp_window.py", _LDCP_STAGE10, desc):
+       "prod = nua * r with nua < 2**prod_w and r <= 2**18, so prod < 2**(prod_w + 18): "
+       "prod_w + RECIP_BITS bits already hold it (the + 1 is spare, and + 2 holds the same); "
+       "sub: " + _LDCP_SUB for desc in ("1 -> 0", "1 -> 2")},
+    **{("hw/nic/ldcp_window.py", _LDCP_STAGE11, desc):
+       "room = cw_max - c with both 32-bit unsigned lies in [-(2**32 - 1), 2**32 - 1]: "
+       "signed(W + 1) holds it, a wider signed register the same values"
+       for desc in ("2 -> 1", "2 -> 3")},
+    **{("hw/nic/ldcp_window.py", _LDCP_STAGE11, desc):
+       "inc = prod >> (e + 18) with prod < 2**(prod_w + 18) (see s10) is < 2**prod_w: "
+       "prod_w bits hold it (the + 1 is spare); sub: " + _LDCP_SUB
+       for desc in ("1 -> 0", "1 -> 2")},
+    ("hw/nic/ldcp_window.py",
+     's2["h"].eq(s1["cw"][:FRAC_BITS] >> Mux(nm1 > FRAC_BITS, FRAC_BITS, nm1)[:5]),',
+     "> -> >="):
+        "at nm == FRAC_BITS (16) both arms are 16",
+    ("hw/nic/ldcp_window.py", "with m.If(~wide | (ipart == 0)):", "0 -> 1"):
+        "ipart == 1 with wide: the loop sets e = 0 (bit 0 is the leading one) as the If does; "
+        "ipart == 0 with wide (the selected window below 1.0): e then keeps an old value, but e "
+        "only scales the reciprocal increase, whose result is selected only for a window >= "
+        "1.0 (s12 above), i.e. ipart != 0",
+    ("hw/nic/ldcp_window.py", '"gate_lo": Out(18 + MTU_WIDTH, init=gate_init["gate_lo"]),',
+     "18 -> 19"):
+        "gate_lo = cw[:18] * mtu < 2**18 * 2**14 = 2**32: a 33rd bit of the port is always 0 "
+        "(the narrower port, 18 -> 17, is killed by test_gate_low_product_at_its_full_width)",
+    ("hw/nic/ldcp_window.py",
+     '"gate_hi": Out(CW_WIDTH - 18 + MTU_WIDTH, init=gate_init["gate_hi"]),', "18 -> 17"):
+        "gate_hi = cw[18:] * mtu < 2**14 * 2**14 = 2**28: a 29th bit of the port is always 0 "
+        "(the narrower port, 18 -> 19, is killed by test_gate_high_product_at_the_largest_window)",
+    **{("hw/nic/ldcp_window.py",
+        'win_bytes = Signal(CW_WIDTH + MTU_WIDTH - FRAC_BITS + 1, init=init["win_bytes"])',
+        desc): "win_bytes = ceil(cw * mtu / 2**16) <= ((2**32 - 1) * (2**14 - 1) + 2**16 - 1) "
+       ">> 16 = 2**30 - 2**16 < 2**30: 30 bits (the + 1 is spare) hold it, 32 the same values"
+       for desc in ("1 -> 0", "1 -> 2")},
+    ("hw/nic/ldcp_window.py",
+     "n_ack = Mux(self.ack.payload.n > cfg.m, cfg.m, self.ack.payload.n)[:cfg.n_width]",
+     "> -> >="):
+        "at n == m both arms are m",
+    ("hw/nic/ldcp_window.py",
+     "m.d.sync += [csr_q_lo.eq(wdata < params.gamma), csr_q_hi.eq(wdata > params.cw_max)]",
+     "< -> <="):
+        "a window write of exactly gamma: the clamp Mux(q_lo, gamma, ...) loads gamma = wdata "
+        "either way",
+    ("hw/nic/ldcp_window.py",
+     "m.d.sync += [csr_q_lo.eq(wdata < params.gamma), csr_q_hi.eq(wdata > params.cw_max)]",
+     "> -> >="):
+        "a window write of exactly cw_max: Mux(q_hi, cw_max, wdata) loads cw_max = wdata "
+        "either way (q_lo, tested first, is the same in both)",
 }
 
 CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
