@@ -155,8 +155,10 @@ def _pacer(cfg):
 
 def _pacer_bytes_config():
     from hw.nic.pacer_config import PacerConfig
+    # the product's two cycles, then the three-cycle update (latency 5; docs/pacer.md,
+    # "The update alone")
     return PacerConfig(engine=FlowEngineConfig(n_flows=1024), byte_mode=True,
-                       update_cycles=2)
+                       update_cycles=3)
 
 
 def _pacer_datapath(cfg):
@@ -426,8 +428,8 @@ TOPS: dict[str, Top] = {t.name: t for t in [
         "pacer datapath alone, packet-only build (three-cycle update: sums, flags, selects), "
         "registered inputs and outputs", default=False),
     Top("pacer_datapath_bytes", _pacer_bytes_config(), _pacer_datapath,
-        "pacer datapath alone, byte-mode build (latency 4: the carry-save product's two "
-        "cycles, then the two-cycle update), "
+        "pacer datapath alone, byte-mode build (latency 5: the carry-save product's two "
+        "cycles, then the three-cycle update), "
         "registered inputs and outputs", default=False),
     # LDCP for many flows: the engine with the PAWA window + sub-1 release datapath
     # (docs/ldcp-window.md, "Many flows").

@@ -71,7 +71,7 @@ def biased(t: int) -> int:
 
 def small(time_width=12, ival_int_bits=10, byte_mode=False, cycles=1, **kw) -> PacerConfig:
     # (the engine's output FIFO needs a place per pipeline stage plus two: its rule, from the
-    # datapath latency, 1 ... 3 (the byte mode's 3 or 4: the product's two cycles more))
+    # datapath latency, 1 ... 3 (the byte mode's 3 ... 5: the product's two cycles more))
     lat = cycles + (2 if byte_mode else 0)
     eng = dict(n_flows=16, time_width=time_width, wheel_horizon=256, wheel_slots=512,
                out_fifo_depth=pipe_depth(lat) + 2)
@@ -118,16 +118,15 @@ def test_config_errors():
     for bad in (0, 4, True, 2.0):
         with pytest.raises(ConfigError, match="update_cycles"):
             PacerConfig(update_cycles=bad)
-    with pytest.raises(ConfigError, match="update_cycles"):
-        PacerConfig(update_cycles=3, byte_mode=True)
     # the update's cycles (the datapath latency) and the re-issue distance, by hand: the
     # pipeline (issue, the table's read over three cycles, the update's cycles, write-back)
     # plus the wheel's insert latency 4: 1 + 3 + 1 + 4 = 9, 10 at two cycles, 11 at three (the
     # byte mode's: the product's two cycles, then the update's: 1 + 3 + 3 + 4 = 11, 12 with
-    # the two-cycle update: 1 + 3 + 4 + 4)
+    # the two-cycle update: 1 + 3 + 4 + 4, 13 with the three-cycle one: 1 + 3 + 5 + 4)
     for kw, lat, reissue in (({}, 1, 9), ({"update_cycles": 2}, 2, 10),
                              ({"update_cycles": 3}, 3, 11), ({"byte_mode": True}, 3, 11),
-                             ({"byte_mode": True, "update_cycles": 2}, 4, 12)):
+                             ({"byte_mode": True, "update_cycles": 2}, 4, 12),
+                             ({"byte_mode": True, "update_cycles": 3}, 5, 13)):
         c = PacerConfig(**kw)
         assert (c.latency, c.min_interval, PacerDatapath(c).latency) == (lat, reissue, lat)
     # a packet-only build (the default): no size in a tx payload, no byte-mode interval, no
@@ -754,8 +753,9 @@ def test_random_bytes_and_burst():
     and rd; every output every cycle equals the model's; then reports and speed-ups until
     every packet enqueued has been granted exactly once."""
     rng = random.Random(SEED + 7)
-    # (the tops' build: the two-cycle update after the product's two, latency 4)
-    h = harness(small(byte_mode=True, cycles=2), seed=SEED + 7)
+    # (the tops' build: the three-cycle update after the product's two, latency 5; the
+    # one- and two-cycle updates alone: test_byte_update_corners_against_model)
+    h = harness(small(byte_mode=True, cycles=3), seed=SEED + 7)
     h.p_valid = {"tx": 0.6, "cn": 0.3, "ctl": 0.2, "csr_w": 0.05}
     h.p_rate_ready, h.p_rd_ready = 0.7, 0.5
     # (120 events: 150 before the product's two cycles made the byte-mode build slower to
@@ -969,10 +969,11 @@ def test_byte_update_corners_against_model():
     the largest size): the CN's charge ``last x (new - old)`` is carry-save rows
     (``last x new + last x ~old + last``) over two cycles, which a row dropped or misaligned
     changes by as little as ``last`` units of 2**-16 cycle, below what the engine runs show.
-    The top's build (``update_cycles`` 2, latency 4) gets 200 vectors one per clock, the
-    one-cycle update (latency 3) 100; 60 x as many with ``CC_LONG``."""
+    The tops' build (``update_cycles`` 3, latency 5: the flags a cycle of their own) and the
+    two-cycle update (latency 4) get 200 vectors each one per clock, the one-cycle update
+    (latency 3) 100; 60 x as many with ``CC_LONG``."""
     from hw.nic.flow_datapath import EventKind as MK
-    for cycles, count in ((2, 200), (1, 100)):
+    for cycles, count in ((3, 200), (2, 200), (1, 100)):
         _corners(small(byte_mode=True, cycles=cycles), count * (60 if CC_LONG else 1), MK,
                  run_pipelined)
 
@@ -983,9 +984,9 @@ def test_report_on_a_written_waiting_unarmed_flow():
     := 100), then the enqueue arms the flow as an idle one, at t (biased: 1000 + 1 - 2**-16),
     which is due, so the event grants at once (lateness 0): backlog 2 - 1 = 1, grants 1,
     and the grant waits for its own size report (``wait`` = 1, no wake).  Derived by hand
-    from the rules in docs/pacer.md; both update builds."""
+    from the rules in docs/pacer.md; every update build."""
     from hw.nic.flow_datapath import EventKind as MK
-    for cycles in (2, 1):
+    for cycles in (3, 2, 1):
         cfg = small(byte_mode=True, cycles=cycles)
         dp = PacerDatapath(cfg)
         state = {"grants": 0, "backlog": 0, "armed": 0, "next": (500 << F) | 0x1234,

@@ -91,6 +91,17 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "ldcp_tx_engine": (["hw/nic/ldcp_tx_engine.py"], ["tests/test_ldcp_tx_engine.py"]),
     "ldcp_rx_engine": (["hw/nic/ldcp_rx_engine.py"],
                        ["tests/test_ldcp_rx_engine.py", "tests/test_ldcp_rx_engine_edges.py"]),
+    # the pacer: the update alone at its corners (every build), the directed engine runs and
+    # one random engine run per build (test_pacer.py's wheel-wrap, back-pressure and
+    # model-only runs are left out: 90 s more a surviving mutant)
+    "pacer": (["hw/nic/pacer.py"],
+              [f"tests/test_pacer.py::{t}" for t in (
+                  "test_update_corners_against_model", "test_byte_update_corners_against_model",
+                  "test_report_on_a_written_waiting_unarmed_flow", "test_byte_mode_directed",
+                  "test_work_conserving_packets", "test_work_conserving_bytes",
+                  "test_burst_cap", "test_rate_change_while_queued",
+                  "test_all_flows_due_in_one_slot", "test_random_bytes_and_burst")]
+              + ["tests/test_pacer_regs.py::test_top_against_model"]),
     "pipemul": (["hw/lib/pipemul.py"], ["tests/test_pipemul.py"]),
     "csr": (["hw/lib/csr.py"], ["tests/test_csr.py", "tests/test_block_registers.py"]),
     # no Amaranth-simulation test: the cocotb test (a Verilator build per mutant, minutes)

@@ -63,8 +63,10 @@ from .pacer_config import PacerConfig
 __all__ = ["PacerDatapath", "pacer_engine"]
 
 #: byte mode: the levels of 3:2 compressors in the product's first cycle (29 rows of a 14-bit
-#: size -> 7 registered rows; the second cycle's four levels and the carry chain the rest)
-_MUL_LEVELS = 4
+#: size -> 10 registered rows; the second cycle's five levels to two rows the rest, added in
+#: the update's own sums).  Measured (docs/pacer.md): 4 levels left the first cycle critical,
+#: 2 the second
+_MUL_LEVELS = 3
 
 
 class PacerDatapath(FlowDatapath):
@@ -83,13 +85,13 @@ class PacerDatapath(FlowDatapath):
     (the engine's one-cycle modify stage: one event per clock, same-flow events back to back),
     2 (the sums and compares in the first cycle, registered, the flags and selects in the
     second) or 3 (the sums and compares, the flags, the selects: a cycle each); in a byte-mode
-    build ``update_cycles`` (1 or 2) + 2 (the ``size_width x (W + F)`` product, carry-save
-    rows, has the first two modify cycles to itself, the update the rest).  At latency L > 1:
+    build ``update_cycles`` + 2 (the ``size_width x (W + F)`` product, carry-save rows, has
+    the first two modify cycles to itself, the update the rest).  At latency L > 1:
     one event per clock across flows, the engine keeps two events of ONE flow at least L
     cycles apart (its write-back forwarding then delivers the first's result to the second;
     no half-done update is ever forwarded) and a grant's next deadline can pop ``reeval(L)``
-    = L + 7 cycles after it at the earliest (``PacerConfig.min_interval``: 9 at L = 2, 10 at
-    L = 3, 11 at L = 4).
+    = L + 8 cycles after it at the earliest (``PacerConfig.min_interval``: 10 at L = 2, 11 at
+    L = 3 ... 13 at L = 5).
     """
 
     name = "pacer"
@@ -152,6 +154,11 @@ class PacerDatapath(FlowDatapath):
             # (a packet-only build's cap compares are of sums, never of t - burst itself)
             out["tmb_future"] = ~time_le(tmb, t, W)
             out["ntmb"] = Cat(Const(0, F), (-tmb)[:W])
+            # the product's operand select, a register of its own (not a decode of the
+            # event's kind in front of its fanout to every row: that route led the product's
+            # first cycle); read by build only.  (``kind`` here is the engine's source code,
+            # whose TX is EventKind.TX)
+            out["is_tx"] = Value.cast(kind) == EventKind.TX.value
         return out
 
     def build(self, m, *, state, kind, tx_bytes, cn, t, regs, pre, valid=None) -> DatapathOut:
@@ -167,18 +174,21 @@ class PacerDatapath(FlowDatapath):
         # it cannot be computed before the modify stage: it gets two modify cycles of its own
         # instead, and the engine keeps two events of one flow at least L cycles apart
         # (exact, no forwarding of a half-done update is needed).  Its operands are selected
-        # by the event's kind (a register), not by a decode of the state: only a report (a TX)
-        # or a CN uses it.
+        # by the event's kind (``pre``'s ``is_tx``, a register made a stage earlier), not by a
+        # decode of the state: only a report (a TX) or a CN uses it.
         # No carry chain before the product: it is made as carry-save rows (hw.lib.csa), the
         # difference too: last x (new - old) = last x new + last x ~old + last (mod 2**NW,
         # -old = ~old + 1), so a CN's rows are last's bits selecting new and ~old, plus last;
         # a report's are size's bits selecting ival (the ~old rows and last then 0).  The
         # first cycle makes the rows and reduces them by ``_MUL_LEVELS`` levels of 3:2
-        # compressors (registered, ``pc_mrow*``), the second reduces the rest to two rows and
-        # adds them in one carry chain (``pc_prod``).
+        # compressors (registered, ``pc_mrow*``), the second reduces the rest to two rows
+        # (registered, ``pc_prod0``/``pc_prod1``), still carry-save: no carry chain of the
+        # product's own, the update adds the two rows where it used the product (each of its
+        # sums with the product had a carry chain anyway; a row more costs a compressor level
+        # in front of it, not a 42-bit chain in the product's cycle).
         NW = cfg.next_width
         size = tx_bytes[cfg.count_width:cfg.tx_width]
-        is_tx = kind == EventKind.TX
+        is_tx = pre["is_tx"]
         mul_a = named_wire(m, "pc_mul_a", Mux(is_tx, size, state.last), width=cfg.size_width)
         mul_b = named_wire(m, "pc_mul_b", Mux(is_tx, fit(state.ival, NW), fit(cn.ival, NW)),
                            width=NW)
@@ -193,8 +203,9 @@ class PacerDatapath(FlowDatapath):
             m.d.sync += r.eq(row)
             regd.append(r)
         two = compress(regd, NW)
-        prod = Signal(NW, name="pc_prod")
-        m.d.sync += prod.eq((two[0] + two[1])[:NW] if len(two) == 2 else two[0])
+        # (two rows always: 2 x size_width + 1 rows, at least 3, reduced by _MUL_LEVELS)
+        prod = (Signal(NW, name="pc_prod0"), Signal(NW, name="pc_prod1"))
+        m.d.sync += [r.eq(v) for r, v in zip(prod, two, strict=True)]
 
         def reg(value, shape, name):
             r = Signal(shape, name=name)
@@ -204,7 +215,8 @@ class PacerDatapath(FlowDatapath):
         def reg2(value, shape, name):
             # two cycles: the product's
             return reg(reg(value, shape, name + "a"), shape, name)
-        pre2 = {name: reg2(v, Value.cast(v).shape(), f"pc_pre_{name}") for name, v in pre.items()}
+        pre2 = {name: reg2(v, Value.cast(v).shape(), f"pc_pre_{name}") for name, v in pre.items()
+                if name != "is_tx"}
         return self._update(m, reg2(state, self.state_layout, "pc_s2"),
                             reg2(kind, EventKind, "pc_kind2"),
                             reg2(tx_bytes, len(Value.cast(tx_bytes)), "pc_tx2"),
@@ -212,8 +224,8 @@ class PacerDatapath(FlowDatapath):
                             reg2(t, len(Value.cast(t)), "pc_t2"), regs, pre2, prod)
 
     def _update(self, m, state, kind, tx_bytes, cn, t, regs, pre, prod) -> DatapathOut:
-        """The update; ``prod`` the byte mode's registered product (None in a packet-only
-        build).
+        """The update; ``prod`` the byte mode's registered product as two carry-save rows
+        (their sum mod ``2**next_width``; None in a packet-only build).
 
         Written for a short loop, in two phases: phase 1 makes every sum the update may need
         from the stored state and the event in parallel (``next + ival``, ``next + new``,
@@ -224,13 +236,15 @@ class PacerDatapath(FlowDatapath):
         (a mux tree on one-bit flags).  Exactly the results of the serial form (the rules as
         stated in the module docstring): a select stands for each serial step's value.
 
-        With ``PacerConfig.update_cycles`` 2 (packet-only builds) phase 1's values are
-        registered between the phases (``pc_r_*``): the update takes two cycles (latency 2).
+        With ``PacerConfig.update_cycles`` 2 phase 1's values are registered between the
+        phases (``pc_r_*``): the update takes two cycles (latency 2, 4 in byte mode).
         Nothing of phase 2 reads an input or a register directly, so the stage boundary is
         exactly the dictionary ``a`` below.  With 3, phase 1 ends at the carry chains (its
         values registered, ``pc_q_*``), the flags and the selects that wait for few of them
         are phase 2 and the last selects phase 3 (:meth:`_packet_phases23`): no phase has
-        more than one carry chain or more than about three LUT levels."""
+        more than one carry chain or more than about three LUT levels; a byte-mode build's
+        phase 2 is the flags alone (registered, ``pc_p_*``), its phase 3 the two-cycle
+        update's phase 2 (latency 5)."""
         W, F = self.time_width, self.frac_bits
         cfg = self.config
         NW = cfg.next_width
@@ -353,11 +367,16 @@ class PacerDatapath(FlowDatapath):
             # and the CN does not move it), so next1 = s.next: the product is added to the
             # stored deadline, not behind step 1's adder; both candidates and their compares
             # in parallel
-            t_nb = vs_t("pc_t_nb", N, prod)
+            # (the product is two carry-save rows p0 + p1: tb - N - p0 - p1 = tb2 + ~N + ~p0 +
+            # ~p1 + 1, -x = ~x + 1 for each of the three: tb2 = tb + 2 holds two of the ones,
+            # the third is the final carry row's free bit 0, as in the CN candidate's ND)
+            p0, p1 = prod
+            tn0, tn1 = compress([tb2, ~N, ~p0, ~p1], NW)
+            t_nb = wire("pc_t_nb", tn0 + (tn1 | 1))
             a.update(bytes=s.bytes, wait=s.wait, last=s.last, size=size, T=T, tmb=tmb,
-                     tmb_future=pre["tmb_future"], cand_b=wire("pc_cand_b", N + prod),
+                     tmb_future=pre["tmb_future"], cand_b=add3("pc_cand_b", N, p0, p1),
                      f_nb=t_nb[NW - 1], late_nb=t_nb[F:],
-                     low_nb=add3("pc_low_nb_s", N, prod, pre["ntmb"])[NW - 1])
+                     low_nb=add3("pc_low_nb_s", N, p0, p1, pre["ntmb"])[NW - 1])
         # the one-bit flags of steps 1 and 2 that phase 1's compares decide on their own (a
         # LUT level or two after the carry chains).  In the two-cycle update they are still
         # phase 1's (the stage boundary comes after them, so the second cycle only combines a
@@ -410,42 +429,56 @@ class PacerDatapath(FlowDatapath):
             # (see _packet_selects)
             fl.update(early=R("pull") & ~g1 & fl["armed1"] & fl["bl1_nz"] & ~due_t,
                       g2_if_tb=~g1 & fl["bl2_nz"])
-        if three:
+        if three and not B:
             return self._packet_phases23(m, R, fl)
         a.update(fl)
 
         # the stage boundary of the two-cycle update: each value phase 2 reads is registered on
         # its first read (``A``), so no register is left unread
+        if three:
+            # the byte mode's three-cycle update (phase 1 ended at the carry chains, as the
+            # packet one's; ``fl`` are the flags made from its registers): phase 2 is the flags
+            # and the selects that wait for few of them (:meth:`_byte_selects`), registered
+            # (``pc_p_*``; phase 1's other values through a second register), phase 3 the rest
+            # (:meth:`_byte_finish`)
+            def src(name):
+                return fl[name] if name in fl else R(name)
+            p2 = self._byte_selects(m, src)
+            return self._byte_finish(m, _stage(m, lambda n: p2[n] if n in p2 else src(n),
+                                               "pc_p_"))
         A = _stage(m, a, "pc_r_") if cfg.update_cycles == 2 else a.__getitem__
 
         # ---- phase 2: the selects, on phase 1's values only (through A) ----------------------
         if not B:
             return self._packet_selects(m, A)
-        N, tb = A("next"), A("tb")
+        p2 = self._byte_selects(m, A)
+        return self._byte_finish(m, lambda n: p2[n] if n in p2 else A(n))
+
+    def _byte_selects(self, m, A) -> dict:
+        """The byte-mode build's selects, first part: the select flags of step 3 and 4 and the
+        deadlines that wait for ``g1``, ``low1`` and ``bytes`` only (``A`` reads phase 1's
+        values and flags).  :meth:`_byte_finish` completes them, in the same cycle (the two-
+        and one-cycle updates) or in the next (the three-cycle update)."""
+        NW = self.config.next_width
+
+        def wire(name, expr):
+            # (see _update)
+            return Value.cast(expr)[:NW]
+        N = A("next")
         g1, low1, future1, armed1 = A("g1"), A("low1"), A("future1"), A("armed1")
         wait1, bl1_nz, cand_future = A("wait1"), A("bl1_nz"), A("cand_future")
         report, resched, arm, is_cn = A("report"), A("resched"), A("arm"), A("is_cn")
-        s_bytes = A("bytes") if B else Const(0, 1)
+        s_bytes = A("bytes")
         NI, TI, NC, TC = A("NI"), A("TI"), A("NC"), A("TC")
         # packet mode: the next deadline now; byte mode: charged when the size is reported
-        if B:
-            base1 = wire("pc_base1", Mux(low1, A("T"), N))
-            next1 = wire("pc_next1", Mux(g1, Mux(s_bytes, base1, Mux(low1, TI, NI)), N))
-        else:
-            next1 = wire("pc_next1", Mux(g1, Mux(low1, TI, NI), N))
+        base1 = wire("pc_base1", Mux(low1, A("T"), N))
+        next1 = wire("pc_next1", Mux(g1, Mux(s_bytes, base1, Mux(low1, TI, NI)), N))
         cand_p = wire("pc_cand_p", Mux(g1, Mux(low1, TC, NC), A("ND")))
         # (where step 3 grants the candidate (it is due: step 1 did not grant, next1 = next)
         # it is a byte-mode report's: a due CN candidate is replaced by tb; so the cap
         # compare of the candidate exists in a byte-mode build only, and the lateness here is
         # that of the event's change only where the flow is not granted)
-        low_c = Const(0, 1)
-        late_c = A("late_nd")
-        if B:
-            cand = wire("pc_cand", Mux(s_bytes, A("cand_b"), cand_p))
-            low_c = A("low_nb")
-            late_c = Mux(s_bytes, A("late_nb"), late_c)
-        else:
-            cand = cand_p
+        cand = wire("pc_cand", Mux(s_bytes, A("cand_b"), cand_p))
         # next2 is one of next1, cand, tb; its compares (due at t, below t - burst) are made
         # on each candidate in parallel and selected, not on next2 after its select (tb is due
         # and never capped: its lateness is 0)
@@ -453,9 +486,6 @@ class PacerDatapath(FlowDatapath):
                               (report & (cand_future | bl1_nz)) | (resched & cand_future))
         sel_tb = named_wire(m, "pc_sel_tb",
                             (arm & ~(armed1 & future1)) | ((report | resched) & ~sel_cand))
-        next2 = wire("pc_next2", Mux(sel_tb, tb, Mux(sel_cand, cand, next1)))
-        armed2 = named_wire(m, "pc_armed2", armed1 | arm)
-        wait2 = named_wire(m, "pc_wait2", wait1 & ~report)
 
         # 4 (below). work-conserving: a PULL (an empty tx event: no packets, no size report)
         # with register wc = 1 grants a flow that is armed, not waiting, backlogged and NOT due
@@ -465,8 +495,37 @@ class PacerDatapath(FlowDatapath):
         # flow keeps no credit (no past deadline, so no burst later) and owes nothing.
         # next2 = next1 here (a pull neither arms, nor reports, nor is a CN).
         early = named_wire(m, "pc_early", A("pull") & ~g1 & armed1 & ~wait1 & bl1_nz & future1)
-        # (tb + ival in parallel with the rest: tb is a register, ival the stored one)
-        next_e = wire("pc_next_e", Mux(s_bytes, tb, A("tbi")))
+        return {
+            "next1": next1, "cand": cand, "sel_cand": sel_cand, "sel_tb": sel_tb,
+            "early": early,
+            "armed2": named_wire(m, "pc_armed2", armed1 | arm),
+            "wait2": named_wire(m, "pc_wait2", wait1 & ~report),
+            # (tb + ival in parallel with the rest: tb is a register, ival the stored one)
+            "next_e": wire("pc_next_e", Mux(s_bytes, A("tb"), A("tbi"))),
+            # the candidate's cap and lateness, selected like cand
+            "low_c": A("low_nb"), "late_c": Mux(s_bytes, A("late_nb"), A("late_nd")),
+            # a grant in step 3 without sel_tb: base2 + ival2 is next1's capped base plus
+            # ival2 (g2 implies no grant in 1, so next1 = next), one of the four sums
+            "charged_k": wire("pc_charged_k", Mux(is_cn, Mux(low1, TC, NC),
+                                                  Mux(low1, TI, NI))),
+            # g1 or the early grant (they exclude each other and step 3's grant)
+            "g1e": g1 | early,
+        }
+
+    def _byte_finish(self, m, A) -> DatapathOut:
+        """The byte-mode build's selects, second part: step 3's grant and the next state, from
+        :meth:`_byte_selects`'s values and phase 1's (``A``)."""
+        F = self.frac_bits
+        NW = self.config.next_width
+
+        def wire(name, expr):
+            # (see _update)
+            return Value.cast(expr)[:NW]
+        g1, low1, future1 = A("g1"), A("low1"), A("future1")
+        cand_future, s_bytes = A("cand_future"), A("bytes")
+        sel_cand, sel_tb, early = A("sel_cand"), A("sel_tb"), A("early")
+        armed2, wait2 = A("armed2"), A("wait2")
+        next2 = wire("pc_next2", Mux(sel_tb, A("tb"), Mux(sel_cand, A("cand"), A("next1"))))
 
         # 3. a grant caused by the event itself (a late report keeps the grid: lateness, made
         # up under the burst cap, unless the flow had nothing waiting: then no credit, as
@@ -474,39 +533,33 @@ class PacerDatapath(FlowDatapath):
         due2 = Mux(sel_tb, 1, Mux(sel_cand, ~cand_future, ~future1))
         g2 = named_wire(m, "pc_g2", ~g1 & armed2 & ~wait2 & A("bl2_nz") & due2)
         g23 = named_wire(m, "pc_g23", g2 | early)
-        grant = named_wire(m, "pc_grant", g1 | g23)
+        grant = named_wire(m, "pc_grant", A("g1e") | g2)
         # g2 implies no grant in 1, so next1 = next; and no candidate in packet mode (a
         # candidate is selected only if it is not due, or for a byte-mode report): base2 +
         # ival2 is tb + ival2 or next1's capped base plus ival2, one of the four sums above
-        charged2 = wire("pc_charged2",
-                        Mux(sel_tb, A("tb_i"), Mux(is_cn, Mux(low1, TC, NC), Mux(low1, TI, NI))))
-        if B:
-            low2 = Mux(sel_tb, 0, Mux(sel_cand, low_c, low1))
-            base2 = wire("pc_base2", Mux(low2, Cat(next2[:F], A("tmb")), next2))
-            charged2 = Mux(s_bytes, base2, charged2)
+        charged2 = wire("pc_charged2", Mux(sel_tb, A("tb_i"), A("charged_k")))
+        low2 = Mux(sel_tb, 0, Mux(sel_cand, A("low_c"), low1))
+        base2 = wire("pc_base2", Mux(low2, Cat(next2[:F], A("tmb")), next2))
+        charged2 = Mux(s_bytes, base2, charged2)
 
         nxt = Signal(self.state_layout, name="pc_state")
+        nxt_wait = wait2 | (g23 & s_bytes)
         m.d.comb += [
             nxt.grants.eq(Mux(grant, A("ginc"), A("grants"))),
             nxt.backlog.eq(Mux(g1, A("bl2_1"), Mux(g23, A("bl2_0d"), A("bl2_0")))),
             nxt.armed.eq(armed2),
-            nxt.next.eq(Mux(early, next_e, Mux(g2, charged2, next2))),
+            nxt.next.eq(Mux(early, A("next_e"), Mux(g2, charged2, next2))),
             nxt.ival.eq(A("ival2")),
+            nxt.bytes.eq(s_bytes),
+            nxt.wait.eq(nxt_wait),
+            nxt.last.eq(Mux(A("report"), A("size"), A("last"))),
         ]
-        if B:
-            m.d.comb += [
-                nxt.bytes.eq(s_bytes),
-                nxt.wait.eq(wait2 | (g23 & s_bytes)),
-                nxt.last.eq(Mux(report, A("size"), A("last"))),
-            ]
-        nxt_wait = wait2 | (g23 & s_bytes)
         # (an early grant is 0 late: it is not behind its schedule; t - next2[F:] selected
         # like next2: 0 for tb, the candidate's from its compare, else t - next[F:])
         late_n = A("late_n")
-        late = Mux(g1, late_n, Mux(early | sel_tb, 0, Mux(sel_cand, late_c, late_n)))
+        late = Mux(g1, late_n, Mux(early | sel_tb, 0, Mux(sel_cand, A("late_c"), late_n)))
         return DatapathOut(next_state=nxt, wake_valid=nxt.armed & ~nxt_wait, wake=nxt.next[F:],
                            expired=grant, late=late)
-
 
     def _packet_selects(self, m, A) -> DatapathOut:
         """Phase 2 of a packet-only build: the rules of the byte-mode build's phase 2 with the
@@ -617,14 +670,15 @@ class PacerDatapath(FlowDatapath):
 
 
 def _stage(m, values: dict, prefix: str):
-    """A stage boundary of a multi-cycle update: the accessor of ``values`` that registers each
-    value on its first read (``{prefix}{name}``), so that no register is left unread and
-    nothing after the boundary reads a value before it except through its register."""
+    """A stage boundary of a multi-cycle update: the accessor of ``values`` (a dict, or a
+    function of the name) that registers each value on its first read (``{prefix}{name}``),
+    so that no register is left unread and nothing after the boundary reads a value before it
+    except through its register."""
     regd = {}
 
     def get(name):
         if name not in regd:
-            v = values[name]
+            v = values(name) if callable(values) else values[name]
             regd[name] = r = Signal(Value.cast(v).shape(), name=f"{prefix}{name}")
             m.d.sync += r.eq(v)
         return regd[name]

@@ -25,11 +25,11 @@ from .flow_engine_config import CSR_DATA_WIDTH, FlowEngineConfig
 __all__ = ["PacerConfig", "MIN_INTERVAL"]
 
 #: The shortest interval (cycles) a flow is paced at with lateness 0: a grant's next deadline is
-#: inserted into the wheel at the grant's write-back and can pop REEVAL = 8 cycles after the
-#: grant at the earliest (a one-cycle datapath: pipeline 4 + wheel insert latency 4).  Shorter
-#: intervals are served at one grant per 8 cycles (156.25 MHz / 8 = 19.5 M grants/s per flow).
-#: A build whose datapath latency L is 2 or 3 (``byte_mode``, ``update_cycles``) re-issues
-#: after ``reeval(L)`` = L + 7 cycles: ``PacerConfig.min_interval``.
+#: inserted into the wheel at the grant's write-back and can pop REEVAL = 9 cycles after the
+#: grant at the earliest (a one-cycle datapath: pipeline 5 + wheel insert latency 4).  Shorter
+#: intervals are served at one grant per 9 cycles (156.25 MHz / 9 = 17.4 M grants/s per flow).
+#: A build whose datapath latency L is 2 ... 5 (``byte_mode``, ``update_cycles``) re-issues
+#: after ``reeval(L)`` = L + 8 cycles: ``PacerConfig.min_interval``.
 MIN_INTERVAL = reeval(1)
 
 
@@ -55,9 +55,9 @@ class PacerConfig(BlockConfig):
     update_cycles: the update's cycles, 1 (the default: one modify cycle), 2 (the
       sums and compares, then the selects) or 3 (the sums and compares, then the flags, then
       the selects): the datapath latency L; the engine keeps two events of one flow L cycles
-      apart and re-issues a flow's next deadline after ``reeval(L)`` = L + 7 cycles
-      (``min_interval``).  With ``byte_mode`` (1 or 2) the update's cycles after the
-      product's two: L = update_cycles + 2 (docs/pacer.md, "The update alone").
+      apart and re-issues a flow's next deadline after ``reeval(L)`` = L + 8 cycles
+      (``min_interval``).  With ``byte_mode`` the update's cycles after the product's two:
+      L = update_cycles + 2 (docs/pacer.md, "The update alone").
     """
 
     engine: FlowEngineConfig = FlowEngineConfig()
@@ -84,10 +84,6 @@ class PacerConfig(BlockConfig):
         check_int(self, "size_width", self.size_width, 1, 16)
         check_bool(self, "byte_mode", self.byte_mode)
         check_int(self, "update_cycles", self.update_cycles, 1, 3)
-        if self.update_cycles == 3 and self.byte_mode:
-            # (the three-cycle update's flags and selects are the packet-only rules')
-            raise ConfigError(self, "update_cycles", self.update_cycles,
-                              "1 or 2 with byte_mode")
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -105,8 +101,8 @@ class PacerConfig(BlockConfig):
     @property
     def min_interval(self) -> int:
         """The shortest interval (cycles) paced with lateness 0: the engine's re-issue distance
-        ``reeval(latency)`` (the pipeline ``latency + 3`` plus the wheel's insert latency 4):
-        8 cycles (:data:`MIN_INTERVAL`), 9 at latency 2, 10 at latency 3."""
+        ``reeval(latency)`` (the pipeline ``latency + 4`` plus the wheel's insert latency 4):
+        9 cycles (:data:`MIN_INTERVAL`), 10 at latency 2 ... 13 at latency 5."""
         return reeval(self.latency)
 
     @property
