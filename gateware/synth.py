@@ -367,10 +367,11 @@ def write_reports(results: dict[str, dict[str, dict]]) -> None:
 FAMILY_NOTES = [
     "How the families differ, from the critical paths of the first Nexus runs (the tops with a "
     "Nexus figure above). `ldcp_rx`, `ldcp_window_g4`/`g8`/`g16`, `marker_1x1`, `marker_8x8` "
-    "and `cnm_gen` were measured from the same Verilog on both families; for `dcqcn_np`, "
-    "`dcqcn_np_periodic`, `cnp_gen_ipv4`, `cnp_gen_ipv6`, `qcn_datapath_pipe`, `qcn_cp`, "
-    "`qcn_rp`, `dcqcn_rp_hpcc_mlx` and `pacer_datapath_bytes` the ECP5 figure is of older "
-    "Verilog (not yet redone), so their ratio is indicative only:",
+    "and `cnm_gen` were measured from the same Verilog on both families, `pacer_datapath_bytes` "
+    "too (both re-run after its three-cycle update); for `dcqcn_np`, `dcqcn_np_periodic`, "
+    "`cnp_gen_ipv4`, `cnp_gen_ipv6`, `qcn_datapath_pipe`, `qcn_cp`, `qcn_rp`, `qcn_rp_jitter`, "
+    "`dcqcn_rp_*`, `l3qcn_cp_qcn` and `l3qcn_cp_roce` the two figures are of different Verilog "
+    "(one family re-run after a change, the other not yet), so their ratio is indicative only:",
     "",
     "- **What is timed.** The ECP5 run is out of context: nextpnr times the paths from register "
     "to register inside the block, not the logic between a port and the first or last register. "
