@@ -838,12 +838,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="sampling seed for --max")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--report", default=str(OUT / "report.md"))
+    ap.add_argument("--tree", default=str(OUT / "tree"),
+                    help="the private copy of the tree the mutants are applied in (give each "
+                    "of two runs at once its own)")
     args = ap.parse_args(argv)
     blocks = args.block or sorted(BLOCKS)
 
     # the copy first, and the mutants made from it: a file edited meanwhile in the working
     # tree cannot shift a mutant's offsets
-    tree = OUT / "tree"
+    tree = Path(args.tree).resolve()
     src_root = ROOT if args.list else tree
     if not args.list:
         n_files = copy_tree(tree)
