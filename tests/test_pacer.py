@@ -13,7 +13,8 @@
   random traffic mixing byte and packet flows with size reports and burst rewrites); the
   work-conserving mode (pulls: directed runs with hand-derived grant times in packet and byte
   mode, and pulls with ``wc`` toggled in both random runs).  Byte-mode tests build a byte-mode
-  pacer (``PacerConfig.byte_mode``, datapath latency 3), the others a packet-only one: the
+  pacer (``PacerConfig.byte_mode``, datapath latency 3; the random run the tops' build, the
+  three-cycle update after the product's two, latency 5), the others a packet-only one: the
   three-cycle update (``update_cycles`` 3, latency 3, the ``pacer_1k`` top's build) where they
   say ``small(cycles=3)``, else the one-cycle default (the two-cycle update: the corner test).
 - Byte mode, model only: >= 10^5 grants (10^6 with ``CC_PACER_LONG=1`` or ``CC_LONG=1``)
@@ -101,6 +102,19 @@ def grants_of(h: Harness, flow: int) -> list[tuple[int, int]]:
 
 
 # -- configuration ----------------------------------------------------------------------------
+
+def test_ival_init_reset_fits_its_register():
+    """The ``ival_init`` register resets to 100 cycles where that fits: UQ24.16 at the defaults
+    (a 40-bit interval, a 32-bit register: 100 x 2**16 = 6553600); in a build whose intervals
+    are UQ4.16 (20 bits: at most 16 - 2**-16 cycles) 100 cycles does not fit and the reset is
+    the register's maximum, 2**20 - 1, not a value that its 20 bits would truncate."""
+    for cfg, width, reset in ((PacerConfig(), 32, 100 << 16),
+                              (small(ival_int_bits=4), 20, (1 << 20) - 1),
+                              (small(ival_int_bits=7), 23, 100 << 16)):
+        assert PacerDatapath(cfg).regs[0] == ("ival_init", width, reset)
+        reg = cfg.register_map()["IVAL_INIT"]
+        assert (reg.fields[0].width, reg.reset) == (width, reset)
+
 
 def test_config_errors():
     with pytest.raises(ConfigError, match="ival_int_bits"):

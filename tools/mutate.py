@@ -66,7 +66,7 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "qcn_cp": (["hw/switch/qcn_cp.py"],
                ["tests/test_qcn_cp.py", "tests/test_qcn_cp_boundaries.py"]),
     "cnm_gen": (["hw/switch/cnm_gen.py"], ["tests/test_cnm.py"]),
-    "l3qcn": (["hw/switch/l3qcn.py"], ["tests/test_l3qcn.py"]),
+    "l3qcn": (["hw/switch/l3qcn.py"], ["tests/test_l3qcn.py", "tests/test_l3qcn_boundaries.py"]),
     "timer_wheel": (["hw/nic/timer_wheel.py"], ["tests/test_timer_wheel.py"]),
     "flow_engine": (["hw/nic/flow_engine.py", "hw/nic/flow_datapath.py"],
                     ["tests/test_flow_engine.py"]),
@@ -96,6 +96,7 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     # model-only runs are left out: 90 s more a surviving mutant)
     "pacer": (["hw/nic/pacer.py"],
               [f"tests/test_pacer.py::{t}" for t in (
+                  "test_ival_init_reset_fits_its_register",
                   "test_update_corners_against_model", "test_byte_update_corners_against_model",
                   "test_report_on_a_written_waiting_unarmed_flow", "test_byte_mode_directed",
                   "test_work_conserving_packets", "test_work_conserving_bytes",
@@ -655,6 +656,60 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a window write of exactly cw_max: Mux(q_hi, cw_max, wdata) loads cw_max = wdata "
         "either way (q_lo, tested first, is the same in both)",
 }
+
+# ---- pacer (hw/nic/pacer.py) ----
+EQUIVALENT.update({
+    ("hw/nic/pacer.py", "TW = max(BW, cfg.count_width) + 1", "max(a, b) -> a"):
+        "PacerConfig requires count_width <= backlog_width: max(BW, count_width) is BW in "
+        "every build",
+    ("hw/nic/pacer.py", "TW = max(BW, cfg.count_width) + 1", "1 -> 2"):
+        "the backlog's sums are below 2**(BW + 1) (tot0 = backlog + n, tot1 = backlog + n - 1 "
+        "where it is read: backlog + n >= 1): TW = BW + 1 bits hold them, one more bit holds "
+        "the same values (over0/over1 test the bits from BW up)",
+    ("hw/nic/pacer.py", "nz1=Mux(is_tx, tot1 != 0, s.backlog != 1),", "!= -> =="):
+        "nz1 is read only through bl2_nz = Mux(g1, nz1, nz0), and bl2_nz only ANDed with ~g1 "
+        "(step 3's grant g2, g2_if_tb): never read (dead logic the synthesis removes; left)",
+    **{("hw/nic/pacer.py", "nz1=Mux(is_tx, tot1 != 0, s.backlog != 1),", desc):
+       "nz1 is read only through bl2_nz = Mux(g1, nz1, nz0), and bl2_nz only ANDed with ~g1: "
+       "never read" for desc in ("1 -> 0", "1 -> 2", "0 -> 1")},
+    # the CN candidate's 3:2 row on kept wires (the three-cycle update) or by compress (the
+    # others): the same two rows, bit for bit; only the mapping differs
+    **{("hw/nic/pacer.py", "if cfg.update_cycles == 3:", desc):
+       "both arms make the same 3:2 rows of next + new + ~ival (kept wires, or compress): the "
+       "update's values are the same in every build, only the netlist's mapping differs"
+       for desc in ("== -> !=", "3 -> 2", "3 -> 4")},
+})
+
+# ---- l3qcn (hw/switch/l3qcn.py) ----
+_L3QCN_FOLD = (
+    "_ones_sum_tree's fold bounds: n words (n >= 10: the IPv4 header 10, the UDP sums 26 + "
+    "sample_bytes / 2) give the tree bound n * 0xFFFF, whose first fold bound is max(0xFFFF, "
+    "0xFFFF + n - 2) = 0xFFFF + n - 2 >= 0x10007 and second 0xFFFF")
+EQUIVALENT.update({
+    ("hw/switch/l3qcn.py", "while bound > 0xFFFF:", "65535 -> 65536"):
+        _L3QCN_FOLD + ": 'bound > 0x10000' makes the same two folds (0x10000 itself, from "
+        "n = 3 words, never occurs)",
+    **{("hw/switch/l3qcn.py", "bound = max((bound & 0xFFFF) + hi, 0xFFFF + hi - 1)", desc):
+       _L3QCN_FOLD + ": with 0xFFFE + hi - 1 or 0xFFFF + hi - 2 the first fold's bound is "
+       "0xFFFF + n - 3 >= 0x10006 (17 bits, as before) and the second's 0xFFFE (16 bits, as "
+       "0xFFFF): the same registers, the same two folds"
+       for desc in ("65535 -> 65534", "1 -> 2")},
+    ("hw/switch/l3qcn.py",
+     "gen_base = L3QCN_CP_GEN_BASE if cfg.mode == \"roce\" else L3QCN_CP_PCNM_BASE",
+     "== -> !="):
+        "L3QCN_CP_GEN_BASE and L3QCN_CP_PCNM_BASE are both 0x30 (the same free window): "
+        "either arm gives the same base",
+    ("hw/switch/l3qcn.py",
+     "length.eq(Mux(length > 0xFFFF - DB, 0xFFFF, length + nvalid))]", "> -> >="):
+        "AXI-Stream: only a packet's last beat may have fewer than DB bytes, so the length "
+        "before a beat is a multiple of DB (4, 8 or 16) or the saturated 0xFFFF; "
+        "0xFFFF - DB is odd, never such a length: '>' and '>=' agree",
+    ("hw/switch/l3qcn.py",
+     "length.eq(Mux(length > 0xFFFF - DB, 0xFFFF, length + nvalid))]", "65535 -> 65534"):
+        "the bound moves from 0xFFFF - DB to 0xFFFE - DB: they differ only at a length of "
+        "0xFFFF - DB, odd, never a multiple of DB (the length before a beat: only the last "
+        "beat is partial) nor 0xFFFF",
+})
 
 CMP_FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
             ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}

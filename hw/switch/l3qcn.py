@@ -78,8 +78,9 @@ class PrivateCnmGen(wiring.Component):
     Request accepted -> registered; the checksums in a pipeline of two-input adders, one
     carry chain per stage (IPv4 header; UDP pseudo-header and datagram: 6 levels for 34
     words, 2 end-around-carry folds, the complement: 9 levels at the defaults); the edge after
-    that, the packet is loaded (its first beat valid 11 edges after the request at the
-    defaults) if the previous packet has left.  Then one beat per clock.  The next request is
+    that, the packet is loaded (at the defaults its first beat is valid from the 10th edge
+    after the one that takes the request, and taken on the 11th with ``ready`` high) if the
+    previous packet has left.  Then one beat per clock.  The next request is
     taken on the edge that loads the packet, so its checksums are computed while this packet
     is sent: one packet every max(ceil(bytes / data_bytes), levels + 1) cycles (10 at the
     defaults; the one-cycle sums of 17 words had 14 and limited the clock).
