@@ -243,8 +243,8 @@ class PacerDatapath(FlowDatapath):
         values registered, ``pc_q_*``), the flags and the selects that wait for few of them
         are phase 2 and the last selects phase 3 (:meth:`_packet_phases23`): no phase has
         more than one carry chain or more than about three LUT levels; a byte-mode build's
-        phase 2 is the flags alone (registered, ``pc_p_*``), its phase 3 the two-cycle
-        update's phase 2 (latency 5)."""
+        phase 2 is the flags and :meth:`_byte_selects` (registered, ``pc_p_*``), its phase 3
+        :meth:`_byte_finish` (latency 5)."""
         W, F = self.time_width, self.frac_bits
         cfg = self.config
         NW = cfg.next_width
