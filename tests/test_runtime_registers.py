@@ -405,7 +405,7 @@ def test_dcqcn_rp_holdoff_edge(k, cuts):
     from sim.models.dcqcn import DcqcnCnp
     cfg = DcqcnRpConfig.profile("connectx")
     rm = cfg.register_map()
-    writes = {0: (rm.addr("CUT_MODE"), 2), 1: (rm.addr("P_CYCLES"), 5)}
+    writes = _writes_at(rm, (("CUT_MODE", 2), ("P_CYCLES", 5)))
     events = [None] * 4 + [DcqcnCnp()] + [None] * (k - 1) + [DcqcnCnp()] + [None] * 4
     assert _dcqcn_rp_run(cfg, events, writes).cuts == cuts
 

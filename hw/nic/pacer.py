@@ -223,6 +223,12 @@ class PacerDatapath(FlowDatapath):
                             reg2(cn, self.cn_layout, "pc_cn2"),
                             reg2(t, len(Value.cast(t)), "pc_t2"), regs, pre2, prod)
 
+    def _wire(self, name: str, expr) -> Value:
+        """``expr`` mod ``2**next_width``: a plain value, not a named wire (Yosys merges the
+        update's many sums' nets and would leave such names unused in the Verilog); ``name``
+        documents the value only."""
+        return Value.cast(expr)[:self.config.next_width]
+
     def _update(self, m, state, kind, tx_bytes, cn, t, regs, pre, prod) -> DatapathOut:
         """The update; ``prod`` the byte mode's registered product as two carry-save rows
         (their sum mod ``2**next_width``; None in a packet-only build).
@@ -258,10 +264,7 @@ class PacerDatapath(FlowDatapath):
         bl_max = (1 << cfg.backlog_width) - 1
         BW = cfg.backlog_width
 
-        def wire(name, expr):
-            # (a plain value, not a named wire: Yosys merges the many sums' nets and would
-            # leave such names unused in the Verilog; ``name`` documents the value only)
-            return Value.cast(expr)[:NW]
+        wire = self._wire
 
         def add3(name, *rows):
             # a sum of three or four rows: 3:2 compressor levels (one LUT level each), then
@@ -459,11 +462,7 @@ class PacerDatapath(FlowDatapath):
         deadlines that wait for ``g1``, ``low1`` and ``bytes`` only (``A`` reads phase 1's
         values and flags).  :meth:`_byte_finish` completes them, in the same cycle (the two-
         and one-cycle updates) or in the next (the three-cycle update)."""
-        NW = self.config.next_width
-
-        def wire(name, expr):
-            # (see _update)
-            return Value.cast(expr)[:NW]
+        wire = self._wire
         N = A("next")
         g1, low1, future1, armed1 = A("g1"), A("low1"), A("future1"), A("armed1")
         wait1, bl1_nz, cand_future = A("wait1"), A("bl1_nz"), A("cand_future")
@@ -516,11 +515,7 @@ class PacerDatapath(FlowDatapath):
         """The byte-mode build's selects, second part: step 3's grant and the next state, from
         :meth:`_byte_selects`'s values and phase 1's (``A``)."""
         F = self.frac_bits
-        NW = self.config.next_width
-
-        def wire(name, expr):
-            # (see _update)
-            return Value.cast(expr)[:NW]
+        wire = self._wire
         g1, low1, future1 = A("g1"), A("low1"), A("future1")
         cand_future, s_bytes = A("cand_future"), A("bytes")
         sel_cand, sel_tb, early = A("sel_cand"), A("sel_tb"), A("early")
@@ -694,7 +689,7 @@ def _kept(m, name: str, expr) -> Signal:
 
 
 def _trunc(expr, width: int) -> Value:
-    """``expr`` truncated to ``width`` bits (a plain value: see ``_update``'s ``wire``)."""
+    """``expr`` truncated to ``width`` bits (a plain value: see :meth:`PacerDatapath._wire`)."""
     return Value.cast(expr)[:width]
 
 
