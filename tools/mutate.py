@@ -104,7 +104,8 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
                   "test_all_flows_due_in_one_slot", "test_random_bytes_and_burst")]
               + ["tests/test_pacer_regs.py::test_top_against_model"]),
     "pipemul": (["hw/lib/pipemul.py"], ["tests/test_pipemul.py"]),
-    "csr": (["hw/lib/csr.py"], ["tests/test_csr.py", "tests/test_block_registers.py"]),
+    "csr": (["hw/lib/csr.py"], ["tests/test_csr.py", "tests/test_block_registers.py",
+                             "tests/test_register_export.py"]),
     # no Amaranth-simulation test: the cocotb test (a Verilator build per mutant, minutes)
     "axi_lite": (["hw/lib/axi_lite.py"], ["cocotb_tests/test_axi_lite.py"]),
 }
@@ -678,6 +679,37 @@ EQUIVALENT.update({
        "both arms make the same 3:2 rows of next + new + ~ival (kept wires, or compress): the "
        "update's values are the same in every build, only the netlist's mapping differs"
        for desc in ("== -> !=", "3 -> 2", "3 -> 4")},
+})
+
+# ---- csr (hw/lib/csr.py): widths of power-of-two spans, text layout, zero-width parts ----
+EQUIVALENT.update({
+    ("hw/lib/csr.py", 'object.__setattr__(self, "addr_width", (words - 1).bit_length())',
+     "1 -> 2"):
+        "words is a power of two of at least 32 (the header at word 16 or above, 4 words): "
+        "words - 1 and words - 2 have the same bit length",
+    ("hw/lib/csr.py", 'object.__setattr__(self, "addr_width", (spans[-1][1] - 1).bit_length())',
+     "1 -> 2"):
+        "the last part ends at base + words, base a multiple of words >= 32: a multiple of "
+        "32, so end - 1 and end - 2 have the same bit length",
+    **{("hw/lib/csr.py", "lines += reg_text(r, indent + 4) + [", desc):
+       "the indentation of the per-flow registers in the generated SystemRDL text: "
+       "whitespace the compiler ignores (the compiled map is the same)"
+       for desc in ("4 -> 3", "4 -> 5")},
+    ("hw/lib/csr.py", "if len(word) <= aw:", "<= -> <"):
+        "at len(word) == aw the other arm gives word[:aw] (the word) and word[aw:] (no bits) "
+        "== base >> aw, 1 for the only window that fills the port (at base 0)",
+    ("hw/lib/csr.py", "if f.offset > pos:", "> -> >="):
+        "at f.offset == pos the mutant pads with Const(0, 0): zero bits, the same Cat",
+    ("hw/lib/csr.py", "parts.append(v[:f.width] if len(v) >= f.width", ">= -> >"):
+        "at len(v) == f.width the other arm is Cat(v, Const(0, 0)): v itself",
+    **{("hw/lib/csr.py", "hi_ok = Const(1, 1) if hi == (1 << f.width) - 1 else v <= hi", desc):
+       "the upper bound a field's width implies is not compared (fewer LUTs); compared "
+       "anyway it is v <= 2**width - 1, always 1: the same value"
+       for desc in ("1 -> 0", "1 -> 2")},
+    ("hw/lib/csr.py", "fbits = max(1, (regmap.flows - 1).bit_length())", "1 -> 0"):
+        "one more bit in the flow-number signals when flows is a power of two: the strobes "
+        "and the read's window check compare the address's whole flow field with flows, not "
+        "these signals, and a flow below flows has the same low bits",
 })
 
 # ---- l3qcn (hw/switch/l3qcn.py) ----

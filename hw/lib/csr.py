@@ -340,8 +340,9 @@ class RegisterMap:
         end = header + len(HEADER_REGISTERS)
         shift = flow_base = 0
         if self.flows:
-            shift = max(0, (len(flow_regs) - 1).bit_length()) if flow_regs else 0
-            shift = max(shift, max(r.addr for r in flow_regs).bit_length())
+            # (the window holds the highest register address; flow_regs is not empty here, and
+            # its addresses are distinct, so that is at least len(flow_regs) - 1)
+            shift = max(r.addr for r in flow_regs).bit_length()
             flow_base = max(_pow2_at_least(end), _pow2_at_least(self.flows << shift))
             words = 2 * flow_base
         else:
@@ -885,11 +886,14 @@ class CsrBank:
             top = regmap.addr_width - 1          # the bit that selects the flow windows
             in_flows = addr[top]
             index = addr[:regmap.flow_shift] if regmap.flow_shift else Const(0, 1)
-            m.d.comb += self.flow_wflow.eq(addr[regmap.flow_shift:top])
+            # (the flow number's bits in the address may be more than flow_wflow holds: the
+            # windows start at a power of two above the global registers, which may span more
+            # flows than there are; compared in full, or flow 4 of a 4-flow map would alias 0)
+            wflow = addr[regmap.flow_shift:top]
+            m.d.comb += self.flow_wflow.eq(wflow)
             for r in regmap.flow_registers:
                 m.d.comb += self.flow_wstb[r.name].eq(
-                    self.applying & in_flows & (index == r.addr)
-                    & (self.flow_wflow < regmap.flows))
+                    self.applying & in_flows & (index == r.addr) & (wflow < regmap.flows))
         if raddr is None:
             return
         # (without per-flow windows the read mux drives rdata itself: Yosys would keep a named
@@ -908,12 +912,13 @@ class CsrBank:
             return
         top = regmap.addr_width - 1
         in_flows_q = Signal(name="csr_rflow_q")
-        m.d.comb += [self.flow_rflow.eq(raddr[regmap.flow_shift:top]),
+        rflow = raddr[regmap.flow_shift:top]          # (compared in full, as for writes)
+        m.d.comb += [self.flow_rflow.eq(rflow),
                      self.flow_rindex.eq(raddr[:regmap.flow_shift] if regmap.flow_shift else 0)]
         mapped = Const(0, 1)
         for r in regmap.flow_registers:
             mapped = mapped | (self.flow_rindex == r.addr)
-        m.d.sync += in_flows_q.eq(raddr[top] & mapped & (self.flow_rflow < regmap.flows))
+        m.d.sync += in_flows_q.eq(raddr[top] & mapped & (rflow < regmap.flows))
         m.d.comb += rdata.eq(Mux(in_flows_q, self.flow_rdata, word))
 
 

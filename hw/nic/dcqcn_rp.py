@@ -279,7 +279,8 @@ class StagePipe:
 #: partial products + 1 compressor row, the byte counter, stage + 1, 10 Rc, reload deadlines)
 RP_CUTS = (
     "due",        # 2: cut decision, the stages; Rt > 10 Rc; alpha*g 4 rows, Rc*mdf 3
-    "decide",     # 3: (1-g) alpha summed; hi/lo of the stages, the guard; Rc*mdf 2 rows
+    "decide",     # 3: (1-g) alpha and (1-g) alpha + g summed; hi/lo of the stages, the
+                  #    guard; Rc*mdf 2 rows
     "stages",     # 4: (1-g) alpha + g saturated, the alpha the cut uses; increase phase, HAI
                   #    factor; the floor summed
     "alpha",      # 5: Rc*alpha_cut and HAI partial products
@@ -338,7 +339,10 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
     c.first = cnp & ~s.active
     # 3. alpha - (alpha * g >> 10) = (alpha * 2**10 + 2**10 - 1 - alpha * g) >> 10, exactly
     # (one compressor level here, the rest in section 2: in the engine this section starts
-    # at the forwarding multiplexer, whose select fans out to the whole state word)
+    # at the forwarding multiplexer, whose select fans out to the whole state word).  Section
+    # 3 adds g * 2**24 to the same rows for (1-g) alpha + g: alpha (1024 - g) + 1023 + g 2**24
+    # is below 2**35 too (at most alpha 1024 + 1023 for alpha >= 2**24, 2**34 + 1023 below),
+    # so neither sum wraps at this width
     c.ag = p.reduce(p.msum(AW + G_FRAC, values=[s.alpha << G_FRAC, (1 << G_FRAC) - 1],
                            neg_products=[(s.alpha, g)]), 1)
     # 4. the byte counter
@@ -407,9 +411,16 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
         c.mdf = p.reduce(c.mdf, 3)
 
     c = p.cut("decide", c)
-    # ---- section 3: (1-g) alpha; hi/lo of the stages -----------------------------------------
+    # ---- section 3: (1-g) alpha and (1-g) alpha + g; hi/lo of the stages --------------------
     s, a_due, cnp = c.s, c.timers.due["a"], c.cnp
-    c.decayed = wire("decayed", p.total(c.ag)[G_FRAC:], AW, a_due | cnp | c.action)
+    alpha_used = a_due | cnp | c.action
+    c.decayed = wire("decayed", p.total(c.ag)[G_FRAC:], AW, alpha_used)
+    # (1-g) alpha + g before its saturation: g * 2**24 as a third row beside the two (one
+    # compressor level and a chain parallel to the one above), so that section 4 is the
+    # saturation and the select only (it was an add behind a long route, the critical path)
+    width, rows = c.ag
+    c.raised_sum = wire("raised_sum", p.total((width, rows + [fit(g << ALPHA_FRAC, width)]))
+                        [G_FRAC:], AW, alpha_used)
     c.this = Mux(c.t_ev, c.ts, c.bs)
     if _maybe(r.rt_guard):
         c.guard = _and(r.rt_guard, ((c.ts == 1) | (c.bs == 1)) & c.rt_big)
@@ -422,13 +433,12 @@ def build_rp_update(m: Module, *, s, n, r, rate_width: int, cnp, tx, tx_bytes, t
         c.mdf = p.reduce(c.mdf, 2)
 
     c = p.cut("stages", c)
-    # ---- section 4: (1-g) alpha + g, the alpha the cut uses; the increase phase; the floor ---
+    # ---- section 4: (1-g) alpha + g saturated, the alpha the cut uses; the phase; the floor -
     s, a_due, cnp = c.s, c.timers.due["a"], c.cnp
     # (this and ``decayed``: driven when a CNP or the alpha timer updates alpha, and for every
     # cut: with alpha updated on CNPs and the cut taking that alpha, a periodic-check cut
     # without a CNP uses them too; gated on the first two alone that cut read 0, cut nothing)
-    c.raised = wire("raised", _sat_one(c.decayed + (g << (ALPHA_FRAC - G_FRAC))), AW,
-                    a_due | cnp | c.action)                                # (1-g)a + g
+    c.raised = wire("raised", _sat_one(c.raised_sum), AW, a_due | cnp | c.action)  # (1-g)a + g
     if any_state:
         c.decayed = _sat_one(c.decayed)
     ts, bs, hi, lo, t_ev = c.ts, c.bs, c.hi, c.lo, c.t_ev
