@@ -11,6 +11,7 @@ import pytest
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
 
 from hw.layouts import csr_write_layout
 from hw.lib.csr import (
@@ -407,7 +408,6 @@ def test_groups_and_windows():
             assert (ctx.get(local), ctx.get(inside)) == (w & 63, int(64 <= w < 128)), w
         assert ctx.get(full_inside) == 1
 
-    from amaranth.sim import Simulator
     sim = Simulator(dut)
     sim.add_testbench(bench)
     sim.run()

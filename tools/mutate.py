@@ -106,6 +106,11 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     "pipemul": (["hw/lib/pipemul.py"], ["tests/test_pipemul.py"]),
     "csr": (["hw/lib/csr.py"], ["tests/test_csr.py", "tests/test_block_registers.py",
                              "tests/test_register_export.py"]),
+    # the engines' register wrapper (global words, per-flow windows, wide fields' words),
+    # through its read-back tests on the DCQCN and QCN engines and the windows' tests
+    "engine_regs": (["hw/nic/engine_regs.py"],
+                    ["tests/test_engine_registers.py", "tests/test_engine_window.py",
+                     "tests/test_engine_wide_window.py"]),
     # no Amaranth-simulation test: the cocotb test (a Verilator build per mutant, minutes)
     "axi_lite": (["hw/lib/axi_lite.py"], ["cocotb_tests/test_axi_lite.py"]),
 }
