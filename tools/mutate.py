@@ -110,7 +110,7 @@ BLOCKS: dict[str, tuple[list[str], list[str]]] = {
     # through its read-back tests on the DCQCN and QCN engines and the windows' tests
     "engine_regs": (["hw/nic/engine_regs.py"],
                     ["tests/test_engine_registers.py", "tests/test_engine_window.py",
-                     "tests/test_engine_wide_window.py"]),
+                     "tests/test_engine_wide_window.py", "tests/test_register_export.py"]),
     # no Amaranth-simulation test: the cocotb test (a Verilator build per mutant, minutes)
     "axi_lite": (["hw/lib/axi_lite.py"], ["cocotb_tests/test_axi_lite.py"]),
 }
