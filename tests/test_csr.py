@@ -9,11 +9,10 @@ import random
 
 import pytest
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hw.layouts import csr_write_layout
 from hw.lib.csr import (
     CsrBank,
     Field,
@@ -25,6 +24,7 @@ from hw.lib.csr import (
     wide_registers,
     write_error_register,
 )
+from hw.lib.csr_port import csr_ports
 from tests.streams import run_testbenches
 
 
@@ -100,9 +100,7 @@ class Toy(wiring.Component):
     def __init__(self, regmap: RegisterMap, delay: int = 0):
         self.regmap, self.delay = regmap, delay
         super().__init__({
-            "csr_w": In(stream.Signature(csr_write_layout(regmap.addr_width, 32))),
-            "csr_raddr": In(regmap.addr_width),
-            "csr_rdata": Out(32),
+            **csr_ports(regmap),
             "idle": In(1),
         })
 
@@ -192,9 +190,7 @@ class MultiFlow(wiring.Component):
     def __init__(self, regmap: RegisterMap):
         self.regmap = regmap
         super().__init__({
-            "csr_w": In(stream.Signature(csr_write_layout(regmap.addr_width, 32))),
-            "csr_raddr": In(regmap.addr_width),
-            "csr_rdata": Out(32),
+            **csr_ports(regmap),
             "wstb": Out(len(regmap.flow_registers)),
             "wflow": Out(16),
         })
@@ -281,9 +277,7 @@ CHECKED = RegisterMap("chk", (
 class Checked(wiring.Component):
     def __init__(self):
         super().__init__({
-            "csr_w": In(stream.Signature(csr_write_layout(CHECKED.addr_width, 32))),
-            "csr_raddr": In(CHECKED.addr_width),
-            "csr_rdata": Out(32),
+            **csr_ports(CHECKED),
             "wstb": Out(3),
             "refused": Out(1),
         })
