@@ -179,6 +179,10 @@ ONE = RegisterMap("one", (Register.single("GLOBAL", 8, 1),), "ONEF", flows=1,
                                   Register.single("B", 12, 2, addr=5)))
 
 
+#: what the harness's RAM holds in the window words that are no register
+MARKER = 0x5A5A_0000
+
+
 class MultiFlow(wiring.Component):
     """The per-flow windows: the flow registers in one block RAM (one word per flow and
     register), read through a synchronous port so the data follows the address by a cycle.
@@ -218,8 +222,6 @@ class MultiFlow(wiring.Component):
         bank.build(m, self.csr_w, self.csr_raddr, self.csr_rdata)
         return m
 
-
-MARKER = 0x5A5A_0000
 
 
 @pytest.mark.parametrize("regmap", [FLOWS, POW2, ONE], ids=lambda r: r.name)
